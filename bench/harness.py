@@ -1,0 +1,274 @@
+"""Benchmark plumbing: a ``python -m memnet serve`` subprocess, keep-alive HTTP clients,
+a bounded concurrent load loop, latency statistics, and a description of the machine."""
+
+from __future__ import annotations
+
+import http.client
+import itertools
+import json
+import math
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+AGENT_KEY = "dev-agent-key"
+START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+# -- the server under test ---------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    port: int
+    process: subprocess.Popen[bytes]
+    workdir: Path
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def log_tail(self) -> str:
+        path = self.workdir / "server.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"
+
+
+def server_env(workdir: Path, extra: dict[str, str]) -> dict[str, str]:
+    """The server's own environment: every MEMNET_* setting is stated, none inherited."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMNET_")}
+    env.update(
+        MEMNET_STORAGE="local",
+        MEMNET_DATA_DIR=str(workdir / "data"),
+        MEMNET_PROFILES_DIR=str(REPO / "profiles"),
+        MEMNET_CALLERS_FILE=str(REPO / "callers.dev.json"),
+        MEMNET_BLOB_CONTAINER="memnet",
+    )
+    env.update(extra)
+    return env
+
+
+def start_server(extra_env: dict[str, str] | None = None) -> Server:
+    """Start ``python -m memnet serve`` on a free loopback port; wait for /v1/health."""
+    workdir = Path(tempfile.mkdtemp(prefix="memnet-bench-"))
+    port = free_port()
+    command = [sys.executable, "-m", "memnet", "serve", "--host", HOST, "--port", str(port)]
+    command += ["--settings", str(workdir / "no-local-settings.json")]  # env only
+    env = server_env(workdir, extra_env or {})
+    with (workdir / "server.log").open("wb") as log:
+        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
+    server = Server(port, process, workdir)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            if Client(port).request("GET", "/v1/health").status == 200:
+                return server
+        except OSError:
+            pass
+        time.sleep(0.1)
+    tail = server.log_tail()
+    server.stop()
+    raise RuntimeError(f"memnet server did not come up:\n{tail}")
+
+
+# -- clients -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    etag: str | None
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+
+class Client:
+    """One keep-alive HTTP/1.1 connection, reopened if the server closes it."""
+
+    def __init__(self, port: int, key: str | None = AGENT_KEY) -> None:
+        self._port, self._key = port, key
+        self._conn: http.client.HTTPConnection | None = None
+
+    def request(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+    ) -> Reply:
+        payload = None if body is None else json.dumps(body).encode()
+        sent = {"Content-Type": "application/json", **(headers or {})}
+        if self._key:
+            sent["Authorization"] = f"Bearer {self._key}"
+        for attempt in (1, 2):
+            conn = self._conn or http.client.HTTPConnection(HOST, self._port, timeout=60)
+            try:
+                conn.request(method, path, body=payload, headers=sent)
+                response = conn.getresponse()
+                data = response.read()
+            except (http.client.RemoteDisconnected, ConnectionError):
+                conn.close()
+                self._conn = None
+                if attempt == 2:
+                    raise
+                continue
+            self._conn = conn
+            return Reply(response.status, response.getheader("ETag"), data)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+# -- load loop and statistics --------------------------------------------------------------
+
+Op = Callable[[], bool]  # one request; True when it got the expected answer
+
+
+@dataclass
+class Run:
+    latencies_ms: list[float] = field(default_factory=list)
+    errors: int = 0
+    elapsed_s: float = 0.0
+    capped: bool = False
+
+
+def run_load(clients: int, requests: int, time_cap_s: float, make_op: Callable[[int], Op],
+             warmup: int = 3) -> Run:
+    """``clients`` threads share ``requests`` tickets (after ``warmup`` untimed ops each)
+    and stop early at ``time_cap_s``."""
+    run, lock = Run(), threading.Lock()
+    tickets = itertools.count()
+    ready = threading.Barrier(clients + 1)
+    deadline = [math.inf]
+
+    def worker(index: int) -> None:
+        op = make_op(index)
+        for _ in range(warmup):
+            _safely(op)
+        ready.wait()
+        while next(tickets) < requests and time.perf_counter() < deadline[0]:
+            started = time.perf_counter()
+            ok = _safely(op)
+            took = (time.perf_counter() - started) * 1000
+            with lock:
+                run.latencies_ms.append(took)
+                run.errors += 0 if ok else 1
+
+    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    started = time.perf_counter()
+    deadline[0] = started + time_cap_s
+    for thread in threads:
+        thread.join()
+    run.elapsed_s = time.perf_counter() - started
+    run.capped = len(run.latencies_ms) < requests
+    return run
+
+
+def _safely(op: Op) -> bool:
+    try:
+        return op()
+    except Exception:  # a failed request counts as an error, it must not end the run
+        return False
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (``q`` in 0..100)."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    return ordered[max(0, min(len(ordered) - 1, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+def summarize(latencies_ms: list[float], elapsed_s: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "count": len(latencies_ms),
+        "p50_ms": round(percentile(latencies_ms, 50), 3),
+        "p95_ms": round(percentile(latencies_ms, 95), 3),
+        "p99_ms": round(percentile(latencies_ms, 99), 3),
+        "throughput_rps": round(len(latencies_ms) / elapsed_s, 1) if elapsed_s else None,
+        "elapsed_s": round(elapsed_s, 3),
+        **extra,
+    }
+
+
+def summarize_run(run: Run) -> dict[str, Any]:
+    return summarize(run.latencies_ms, run.elapsed_s, errors=run.errors, capped=run.capped)
+
+
+def time_calls(call: Callable[[int], object], count: int, warmup: int = 5) -> dict[str, Any]:
+    """Latency of ``call(i)`` run ``count`` times in a row, in this thread."""
+    for i in range(warmup):
+        call(-1 - i)
+    latencies, started = [], time.perf_counter()
+    for i in range(count):
+        begun = time.perf_counter()
+        call(i)
+        latencies.append((time.perf_counter() - begun) * 1000)
+    return summarize(latencies, time.perf_counter() - started)
+
+
+# -- the machine -------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpu_model": _first_value(Path("/proc/cpuinfo"), "model name") or platform.processor(),
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)),
+        "memory_gib": round(int((_first_value(Path("/proc/meminfo"), "MemTotal") or "0 kB")
+                                .split()[0]) / 1024**2, 1),
+        "os": _os_name(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+
+
+def _first_value(path: Path, key: str) -> str | None:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name.strip() == key:
+            return value.strip()
+    return None
+
+
+def _os_name() -> str:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError:
+        return platform.system()
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            return line.split("=", 1)[1].strip('"')
+    return platform.system()

@@ -1,0 +1,17 @@
+"""A small local host for this project's own Azure Functions app (no Core Tools needed)."""
+
+from funchost.background import QueueSource
+from funchost.index import FunctionIndex, functions_of
+from funchost.server import RunningServer, serve_forever, start_in_thread
+from funchost.settings import LocalSettingsError, load_local_settings
+
+__all__ = [
+    "FunctionIndex",
+    "LocalSettingsError",
+    "QueueSource",
+    "RunningServer",
+    "functions_of",
+    "load_local_settings",
+    "serve_forever",
+    "start_in_thread",
+]

@@ -1,0 +1,163 @@
+"""ASP.NET-style route templates: matching, precedence, 404/405, error bodies."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from urllib.parse import unquote
+
+from funchost.index import HttpRoute
+
+DEFAULT_ROUTE_PREFIX = "api"
+
+
+class SegmentKind(IntEnum):
+    """Ordered by precedence: a lower value wins when several routes match."""
+
+    LITERAL = 0
+    PARAMETER = 1
+    CATCH_ALL = 2
+
+
+@dataclass(frozen=True)
+class Segment:
+    kind: SegmentKind
+    value: str  # the literal text, or the parameter name
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """Outcome of routing one request: a match, a 405 (allowed non-empty) or a 404."""
+
+    route: HttpRoute | None = None
+    params: dict[str, str] = field(default_factory=dict)
+    allowed: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> int:
+        if self.route is not None:
+            return 200
+        return 405 if self.allowed else 404
+
+
+def read_route_prefix(host_json: str | Path = "host.json") -> str:
+    """`extensions.http.routePrefix` from host.json; "api" when absent."""
+    path = Path(host_json)
+    if not path.is_file():
+        return DEFAULT_ROUTE_PREFIX
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: malformed JSON: {exc}") from exc
+    prefix = config.get("extensions", {}).get("http", {}).get("routePrefix", DEFAULT_ROUTE_PREFIX)
+    return str(prefix).strip("/")
+
+
+def parse_template(template: str) -> tuple[Segment, ...]:
+    """Split a route template (no leading slash) into typed segments."""
+    stripped = template.strip("/")
+    segments = tuple(_parse_segment(p) for p in stripped.split("/")) if stripped else ()
+    for segment in segments[:-1]:
+        if segment.kind is SegmentKind.CATCH_ALL:
+            raise ValueError(f"catch-all must be the last segment: {template!r}")
+    return segments
+
+
+def _parse_segment(part: str) -> Segment:
+    if part.startswith("{") and part.endswith("}"):
+        inner = part[1:-1]
+        if inner.startswith("*"):
+            return Segment(SegmentKind.CATCH_ALL, inner.lstrip("*"))
+        return Segment(SegmentKind.PARAMETER, inner.split(":", 1)[0].rstrip("?"))
+    if "{" in part or "}" in part:
+        raise ValueError(f"unsupported route segment: {part!r}")
+    return Segment(SegmentKind.LITERAL, part)
+
+
+def split_path(path: str) -> list[str]:
+    """Raw (still percent-encoded) segments of a request path, query removed."""
+    path = path.split("?", 1)[0].strip("/")
+    return path.split("/") if path else []
+
+
+def match_segments(template: Sequence[Segment], parts: Sequence[str]) -> dict[str, str] | None:
+    """Route values if `parts` match `template`, else None. Values are decoded once."""
+    params: dict[str, str] = {}
+    for i, segment in enumerate(template):
+        if segment.kind is SegmentKind.CATCH_ALL:
+            rest = "/".join(parts[i:])
+            if not rest:
+                return None
+            params[segment.value] = unquote(rest)
+            return params
+        if i >= len(parts) or not _segment_matches(segment, parts[i]):
+            return None
+        if segment.kind is SegmentKind.PARAMETER:
+            params[segment.value] = unquote(parts[i])
+    return params if len(parts) == len(template) else None
+
+
+def _segment_matches(segment: Segment, part: str) -> bool:
+    if segment.kind is SegmentKind.LITERAL:
+        return unquote(part).casefold() == segment.value.casefold()
+    return part != ""
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    route: HttpRoute
+    segments: tuple[Segment, ...]
+
+    @property
+    def rank(self) -> tuple[int, ...]:
+        return tuple(int(s.kind) for s in self.segments)
+
+
+class Router:
+    """Resolves (method, path) against an app's HTTP routes."""
+
+    def __init__(self, routes: Sequence[HttpRoute], prefix: str = DEFAULT_ROUTE_PREFIX) -> None:
+        prefix = prefix.strip("/")
+        self._routes = [
+            _Compiled(r, parse_template(f"{prefix}/{r.route}" if prefix else r.route))
+            for r in routes
+        ]
+
+    def resolve(self, method: str, path: str) -> Resolution:
+        parts = split_path(path)
+        candidates: list[tuple[_Compiled, dict[str, str]]] = []
+        for compiled in self._routes:
+            params = match_segments(compiled.segments, parts)
+            if params is not None:
+                candidates.append((compiled, params))
+        method = method.upper()
+        fitting = [c for c in candidates if method in c[0].route.methods]
+        if fitting:
+            best, params = min(fitting, key=lambda c: c[0].rank)
+            return Resolution(best.route, params)
+        allowed = sorted({m for c, _ in candidates for m in c.route.methods})
+        return Resolution(allowed=tuple(allowed))
+
+
+def new_request_id() -> str:
+    return f"req_{uuid.uuid4().hex}"
+
+
+def error_body(
+    code: str, message: str, request_id: str, details: dict[str, object] | None = None
+) -> bytes:
+    """The project's one error shape, serialised."""
+    error = {"code": code, "message": message, "request_id": request_id, "details": details or {}}
+    return json.dumps({"error": error}).encode("utf-8")
+
+
+def not_routed_body(resolution: Resolution, method: str, path: str, request_id: str) -> bytes:
+    """JSON body for a 404 (no route) or 405 (route exists, method does not)."""
+    if resolution.status == 405:
+        message = f"method {method} is not allowed for {path}"
+        return error_body("METHOD_NOT_ALLOWED", message, request_id)
+    return error_body("ROUTE_NOT_FOUND", f"no route matches {path}", request_id)

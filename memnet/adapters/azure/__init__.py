@@ -1,0 +1,1 @@
+"""Azure adapters. The only place the Azure SDKs are imported."""

@@ -1,0 +1,197 @@
+"""The Azure :class:`~memnet.ports.BlobStore`, over ``azure-storage-blob`` (sync client).
+
+Conditions map onto Azure's own preconditions, so a conditional write is atomic on the
+service side (ARCHITECTURE.md 1, "Blob semantics everywhere"):
+
+- ``Condition.match(etag)``: ``If-Match: etag``
+- ``Condition.create_only()``: ``If-None-Match: *`` (``overwrite=False``)
+- unconditional: a plain overwrite
+
+Every SDK exception is translated in one place, :func:`map_azure_errors`. Constructors do
+no I/O; the client is built on first use, once per store.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, TypedDict
+
+from azure.core import MatchConditions
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+    ServiceRequestError,
+    ServiceResponseError,
+)
+from azure.storage.blob import ContainerClient
+
+from memnet.ports import (
+    Blob,
+    BlobNotFound,
+    Condition,
+    PreconditionFailed,
+    StorageError,
+    StorageUnavailable,
+)
+
+if TYPE_CHECKING:
+    from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential, TokenCredential
+
+    Credential = str | AzureNamedKeyCredential | AzureSasCredential | TokenCredential
+
+ContainerFactory = Callable[[], ContainerClient]
+
+# Errors that say the container, not the blob, is unusable: a deployment problem (503).
+_CONTAINER_CODES = frozenset({"ContainerNotFound", "ContainerBeingDeleted", "ContainerDisabled"})
+_TRANSIENT_STATUSES = frozenset({408, 429})
+_UNCONDITIONAL = Condition()
+
+
+class AzureBlobStore:
+    """Blob semantics on one Azure Storage container."""
+
+    def __init__(self, container_factory: ContainerFactory) -> None:
+        self._factory = container_factory
+        self._client: ContainerClient | None = None
+        self._client_lock = threading.Lock()
+
+    @classmethod
+    def from_connection_string(cls, conn_str: str, container: str) -> AzureBlobStore:
+        """A store for ``container`` of the account in ``conn_str`` (Azurite, keys, SAS)."""
+        return cls(lambda: ContainerClient.from_connection_string(conn_str, container))
+
+    @classmethod
+    def from_account_url(
+        cls, account_url: str, container: str, credential: Credential | None = None
+    ) -> AzureBlobStore:
+        """An identity-based store; ``DefaultAzureCredential`` unless a credential is given."""
+
+        def factory() -> ContainerClient:
+            return ContainerClient(account_url, container, credential=credential or _default())
+
+        return cls(factory)
+
+    def describe(self) -> str:
+        client = self._container
+        return f"azure blob container {client.container_name} at {client.primary_hostname}"
+
+    def ensure_container(self) -> None:
+        """Create the container if it does not exist yet (idempotent)."""
+        with map_azure_errors(self._container.container_name), suppress(ResourceExistsError):
+            self._container.create_container()
+
+    def read(self, name: str) -> Blob:
+        """Return the blob or raise :class:`BlobNotFound`."""
+        with map_azure_errors(name):
+            downloader = self._container.download_blob(name)
+            data = downloader.readall()
+        return Blob(name=name, data=data, etag=str(downloader.properties.etag))
+
+    def write(self, name: str, data: bytes, condition: Condition) -> str:
+        """Write if ``condition`` holds (else :class:`PreconditionFailed`); the new ETag."""
+        _reject_contradiction(condition)
+        with map_azure_errors(name):
+            blob = self._container.get_blob_client(name)
+            if condition.etag is None:  # overwrite=False sends If-None-Match: *
+                result = blob.upload_blob(data, overwrite=not condition.absent)
+            else:
+                result = blob.upload_blob(data, overwrite=True, **_if_match(condition.etag))
+        return str(result["etag"])
+
+    def delete(self, name: str, condition: Condition = _UNCONDITIONAL) -> None:
+        """Delete the blob; :class:`BlobNotFound` if absent, :class:`PreconditionFailed`
+        if the ETag condition does not hold (on a missing blob too)."""
+        if condition.absent:
+            raise ValueError("a create-only condition has no meaning for delete")
+        with map_azure_errors(name):
+            if condition.etag is None:
+                self._container.delete_blob(name)
+            else:
+                self._container.delete_blob(name, **_if_match(condition.etag))
+
+    def list_names(self, prefix: str) -> Iterator[str]:
+        """Yield the names starting with ``prefix``; Azure lists in lexical order."""
+        with map_azure_errors(prefix):
+            yield from self._container.list_blob_names(name_starts_with=prefix or None)
+
+    @property
+    def _container(self) -> ContainerClient:
+        if self._client is None:
+            with self._client_lock:
+                if self._client is None:
+                    self._client = self._factory()
+        return self._client
+
+
+def _default() -> TokenCredential:
+    from azure.identity import DefaultAzureCredential  # slow import: only when used
+
+    return DefaultAzureCredential()
+
+
+class _IfMatch(TypedDict):
+    etag: str
+    match_condition: MatchConditions
+
+
+def _if_match(etag: str) -> _IfMatch:
+    return {"etag": etag, "match_condition": MatchConditions.IfNotModified}
+
+
+def _reject_contradiction(condition: Condition) -> None:
+    if condition.absent and condition.etag is not None:
+        raise ValueError("a condition is either If-Match or create-only, not both")
+
+
+@contextmanager
+def map_azure_errors(name: str) -> Iterator[None]:
+    """Translate any Azure SDK exception raised inside into a :mod:`memnet.ports` error,
+    chained to the original (the one adapter boundary; cf. httpx's mapping)."""
+    try:
+        yield
+    except AzureError as e:
+        raise translate(name, e) from e
+
+
+def translate(name: str, error: AzureError) -> StorageError:
+    """The port error for one SDK error (see :func:`map_azure_errors`)."""
+    code = _error_code(error)
+    status = getattr(error, "status_code", None)
+    if code in _CONTAINER_CODES:
+        return StorageUnavailable(f"blob container unusable: {code}")
+    if isinstance(error, ResourceNotFoundError) or status == 404:
+        return BlobNotFound(name)
+    if _is_precondition_failure(error, status, code):
+        return PreconditionFailed(name)
+    if _is_unavailable(error, status):
+        return StorageUnavailable(f"blob storage unavailable: {type(error).__name__}")
+    return StorageError(f"unexpected blob storage error: {type(error).__name__} ({status})")
+
+
+def _is_precondition_failure(error: AzureError, status: int | None, code: str | None) -> bool:
+    if isinstance(error, ResourceModifiedError | ResourceExistsError):
+        return True
+    return status == 412 or (status == 409 and code == "BlobAlreadyExists")
+
+
+def _is_unavailable(error: AzureError, status: int | None) -> bool:
+    if isinstance(error, ServiceRequestError | ServiceResponseError | ClientAuthenticationError):
+        return True
+    return isinstance(error, HttpResponseError) and (
+        status in _TRANSIENT_STATUSES or (status is not None and status >= 500)
+    )
+
+
+def _error_code(error: AzureError) -> str | None:
+    """The storage error code (``x-ms-error-code``) as a plain string, if any."""
+    code = getattr(error, "error_code", None)
+    if code is None:
+        response = getattr(error, "response", None)
+        code = response.headers.get("x-ms-error-code") if response is not None else None
+    return None if code is None else str(getattr(code, "value", code))

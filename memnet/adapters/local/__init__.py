@@ -1,0 +1,1 @@
+"""Embedded default adapters: local files, no cloud account."""

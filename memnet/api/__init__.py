@@ -1,0 +1,1 @@
+"""Framework-neutral HTTP: parse, authorise, call a service, map errors (ARCHITECTURE.md)."""

@@ -1,0 +1,107 @@
+"""HTTP handlers for documents (spec 10.1-10.3) and their history (``...json:history``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from memnet import bootstrap
+from memnet.api import parsing
+from memnet.api.endpoint import endpoint
+from memnet.api.http import ApiRequest, ApiResponse
+from memnet.auth import Caller
+from memnet.documents import Precondition, WriteCommand
+from memnet.errors import BadRequest
+from memnet.idempotency import Response
+from memnet.patching import parse_ops
+
+HISTORY_SUFFIX = ":history"
+PATCH_FIELDS = frozenset({"profile_id", "binding_id", "ops", "reason", "evidence", "confidence"})
+PUT_FIELDS = frozenset({"profile_id", "binding_id", "content", "reason", "evidence"})
+
+
+def _caller(request: ApiRequest) -> Caller:
+    return bootstrap.services().authenticator.authenticate(request.headers)
+
+
+@endpoint
+def get_document(request: ApiRequest, request_id: str) -> ApiResponse:
+    caller = _caller(request)
+    path = request.route_params.get("path", "")
+    if path.endswith(HISTORY_SUFFIX):
+        return _history(request, caller, path.removesuffix(HISTORY_SUFFIX))
+    ref = parsing.document_ref(request, path)
+    profile_id = parsing.optional_str(request.query, "profile_id")
+    found = bootstrap.services().documents.read(caller, ref, profile_id)
+    return ApiResponse.json(
+        200, {"etag": found.etag, "document": found.document}, {"ETag": found.etag}
+    )
+
+
+def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
+    services = bootstrap.services()
+    ref = parsing.document_ref(request, path)
+    profile_id = parsing.optional_str(request.query, "profile_id")
+    limit = parsing.bounded_int(request.query, "limit", services.settings.history_limit, 1000)
+    return ApiResponse.json(200, services.documents.history(caller, ref, profile_id, limit))
+
+
+@endpoint
+def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
+    caller = _caller(request)
+    body = parsing.json_body(request, _limit(), PATCH_FIELDS)
+    command = _command(request, caller, body, request_id, "live_update")
+    if "ops" not in body:
+        raise_missing("ops")
+    command = _with(command, ops=parse_ops(body["ops"]))
+    return _render(bootstrap.services().documents.patch(caller, command))
+
+
+@endpoint
+def put_document(request: ApiRequest, request_id: str) -> ApiResponse:
+    caller = _caller(request)
+    body = parsing.json_body(request, _limit(), PUT_FIELDS)
+    command = _command(request, caller, body, request_id, "admin_migration")
+    if not isinstance(body.get("content"), dict):
+        raise_missing("content")
+    command = _with(command, content=body["content"])
+    return _render(bootstrap.services().documents.replace(caller, command))
+
+
+def _command(
+    request: ApiRequest, caller: Caller, body: dict[str, Any], request_id: str, default_reason: str
+) -> WriteCommand:
+    ref = parsing.document_ref(request, request.route_params.get("path", ""))
+    if_match, create = parsing.precondition(request)
+    return WriteCommand(
+        ref=ref,
+        profile_id=parsing.optional_str(body, "profile_id"),
+        binding_id=parsing.optional_str(body, "binding_id"),
+        precondition=Precondition(if_match, create),
+        idempotency_key=parsing.idempotency_key(request),
+        fingerprint=parsing.fingerprint(request, caller.caller_id, body),
+        reason=parsing.reason(body, default_reason),
+        request_id=request_id,
+        evidence=parsing.evidence(body),
+        confidence=parsing.confidence(body),
+    )
+
+
+def _with(command: WriteCommand, **changes: Any) -> WriteCommand:
+    return replace(command, **changes)
+
+
+def raise_missing(name: str) -> None:
+    raise BadRequest(f"Body needs {name!r}.", code="MISSING_FIELD", field=name)
+
+
+def _limit() -> int:
+    return bootstrap.services().settings.max_body_bytes
+
+
+def _render(response: Response) -> ApiResponse:
+    body = response["body"]
+    headers = {"ETag": body["etag"]}
+    if response.get("replayed"):
+        headers["Idempotent-Replayed"] = "true"
+    return ApiResponse.json(response["status"], body, headers)

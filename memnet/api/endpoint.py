@@ -1,0 +1,66 @@
+"""One wrapper for every HTTP handler: request id, error rendering, one log line.
+
+Any :class:`MemnetError` becomes the spec 10.7 payload; anything else becomes a 500
+carrying only the request id (the traceback goes to the log, never to the caller).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import secrets
+import time
+from collections.abc import Callable
+
+from memnet.api.http import ApiRequest, ApiResponse
+from memnet.errors import MemnetError
+
+log = logging.getLogger("memnet.api")
+Handler = Callable[[ApiRequest, str], ApiResponse]
+
+
+def new_request_id() -> str:
+    return f"req_{secrets.token_hex(12)}"
+
+
+def error_response(error: MemnetError, request_id: str) -> ApiResponse:
+    payload = {
+        "error": {
+            "code": error.code,
+            "message": error.message,
+            "request_id": request_id,
+            "details": error.details,
+        }
+    }
+    return ApiResponse.json(error.status, payload, error.headers())
+
+
+def _internal(request_id: str) -> ApiResponse:
+    return error_response(MemnetError("Internal error; quote the request id."), request_id)
+
+
+def endpoint(handler: Handler) -> Callable[[ApiRequest], ApiResponse]:
+    """Wrap ``handler(request, request_id)`` with error mapping and logging."""
+
+    @functools.wraps(handler)
+    def run(request: ApiRequest) -> ApiResponse:
+        request_id, started = new_request_id(), time.perf_counter()
+        try:
+            response = handler(request, request_id)
+        except MemnetError as error:
+            response = error_response(error, request_id)
+        except Exception:
+            log.exception("request_id=%s unhandled error", request_id)
+            response = _internal(request_id)
+        response.headers["x-request-id"] = request_id
+        log.info(
+            "request_id=%s %s %s -> %d in %.1f ms",
+            request_id,
+            request.method,
+            request.path,
+            response.status,
+            (time.perf_counter() - started) * 1000,
+        )
+        return response
+
+    return run

@@ -1,0 +1,141 @@
+"""Audit records (spec 19.2) and how folding them reproduces a document.
+
+A record is written create-only *before* the document it describes; the document then
+stores the record's ``change_id``, and each record names the ``prev_change_id`` it was
+based on. The committed history of a document is therefore the chain reachable from
+the document's ``change_id``; a record off that chain (a crash or a lost race between
+the two writes) is an orphan: never shown as history, removed by
+:meth:`AuditLog.sweep_orphans`. ``post_etag`` is derived: the next record's
+``pre_etag``, or the document's current ETag for the newest record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from memnet.envelope import canonical
+from memnet.layout import DocumentRef, audit_name, user_prefix
+from memnet.patching import apply_ops, parse_ops
+from memnet.ports import BlobNotFound, BlobStore, Condition, PreconditionFailed
+
+
+def new_change_id() -> str:
+    """Time-sortable: 12 hex digits of milliseconds, then 16 random hex digits."""
+    return f"chg_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
+
+
+def change_time(change_id: str) -> datetime:
+    """When a change id was minted (its first 12 hex digits are Unix milliseconds)."""
+    return datetime.fromtimestamp(int(change_id[4:16], 16) / 1000, UTC)
+
+
+def ops_sha256(ops: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(canonical(ops)).hexdigest()
+
+
+def apply_change(document: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
+    """The document after ``record``; the service and history folding both use this."""
+    base = record.get("base")
+    result = copy.deepcopy(document) if document is not None else {}
+    if base is not None:
+        created = result.get("created_at", record["timestamp"])
+        result = {**copy.deepcopy(base), "created_at": created}
+    result = apply_ops(result, parse_ops(record["ops"]))
+    result.update(
+        updated_at=record["timestamp"], updated_by=record["actor"], change_id=record["change_id"]
+    )
+    return dict(sorted(result.items(), key=lambda kv: _FIELD_ORDER.get(kv[0], 99)))
+
+
+_FIELD_ORDER = {
+    name: i
+    for i, name in enumerate(
+        (
+            "doc_id",
+            "schema_id",
+            "schema_version",
+            "created_at",
+            "updated_at",
+            "updated_by",
+            "change_id",
+            "content",
+        )
+    )
+}
+
+
+def fold(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Fold records oldest first into the document they produce."""
+    document: dict[str, Any] | None = None
+    for record in records:
+        document = apply_change(document, record)
+    return document
+
+
+class AuditLog:
+    """Reads and writes audit records in a :class:`BlobStore`."""
+
+    def __init__(self, blobs: BlobStore) -> None:
+        self._blobs = blobs
+
+    def write(self, ref: DocumentRef, record: dict[str, Any]) -> None:
+        data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        self._blobs.write(ref.audit_name(record["change_id"]), data, Condition.create_only())
+
+    def read(self, tenant_id: str, user_id: str, change_id: str) -> dict[str, Any] | None:
+        try:
+            blob = self._blobs.read(audit_name(tenant_id, user_id, change_id))
+        except BlobNotFound:
+            return None
+        record: dict[str, Any] = json.loads(blob.data)
+        return record
+
+    def discard(self, ref: DocumentRef, change_id: str) -> None:
+        """Best-effort removal of a record whose document write did not happen."""
+        with contextlib.suppress(BlobNotFound, PreconditionFailed):
+            self._blobs.delete(ref.audit_name(change_id))
+
+    def chain(self, ref: DocumentRef, head: str | None) -> Iterator[dict[str, Any]]:
+        """Committed records of one document, newest first, from the ``head`` change id."""
+        change_id = head
+        while change_id is not None:
+            record = self.read(ref.tenant_id, ref.user_id, change_id)
+            if record is None:
+                raise LookupError(f"audit chain broken at {change_id}")
+            yield record
+            change_id = record.get("prev_change_id")
+
+    def history(self, ref: DocumentRef, head: str | None, etag: str | None) -> list[dict[str, Any]]:
+        """The committed records, newest first, each with its derived ``post_etag``."""
+        entries = []
+        post_etag = etag
+        for record in self.chain(ref, head):
+            entries.append({**record, "post_etag": post_etag})
+            post_etag = record.get("pre_etag")
+        return entries
+
+    def orphans(self, tenant_id: str, user_id: str, heads: dict[str, str | None]) -> list[str]:
+        """Change ids under the user's audit prefix that no document chain reaches.
+
+        ``heads`` maps each document blob name of the user to its current change id."""
+        committed: set[str] = set()
+        for name, head in heads.items():
+            ref = _ref_of(tenant_id, user_id, name)
+            committed.update(r["change_id"] for r in self.chain(ref, head))
+        prefix = f"{user_prefix(tenant_id, user_id)}audit/"
+        names = (n[len(prefix) : -len(".json")] for n in self._blobs.list_names(prefix))
+        return [change_id for change_id in names if change_id not in committed]
+
+
+def _ref_of(tenant_id: str, user_id: str, blob_name: str) -> DocumentRef:
+    rest = blob_name[len(user_prefix(tenant_id, user_id) + "documents/") :]
+    namespace, _, path = rest.partition("/")
+    return DocumentRef(tenant_id, user_id, namespace, path)

@@ -1,0 +1,50 @@
+"""Callers: who is asking, and what they may touch (spec 16.1; ARCHITECTURE.md "Auth").
+
+An :class:`Authenticator` turns request headers into a :class:`Caller` (401 otherwise);
+the caller is then checked against tenant, profile and role on every call (403).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from memnet.errors import Forbidden
+
+ROLES = frozenset({"read", "write", "admin", "debug", "forget"})
+ANY = "*"
+
+
+@dataclass(frozen=True)
+class Caller:
+    caller_id: str
+    tenants: frozenset[str]
+    profiles: frozenset[str]
+    roles: frozenset[str]
+
+    def require(self, tenant_id: str, role: str) -> None:
+        """Raise 403 unless this caller holds ``role`` in ``tenant_id``."""
+        if ANY not in self.tenants and tenant_id not in self.tenants:
+            raise Forbidden("Caller is not bound to this tenant.", code="TENANT_FORBIDDEN")
+        if role not in self.roles:
+            raise Forbidden(f"Caller lacks the {role!r} role.", code="ROLE_FORBIDDEN", role=role)
+
+    def require_profile(self, profile_id: str) -> None:
+        if ANY not in self.profiles and profile_id not in self.profiles:
+            raise Forbidden(
+                "Caller may not use this profile.", code="PROFILE_FORBIDDEN", profile_id=profile_id
+            )
+
+    def default_profile(self, known: list[str]) -> str | None:
+        """The one profile this caller can use among ``known``, if there is exactly one."""
+        usable = [p for p in known if ANY in self.profiles or p in self.profiles]
+        return usable[0] if len(usable) == 1 else None
+
+
+class Authenticator(Protocol):
+    def authenticate(self, headers: Mapping[str, str]) -> Caller:
+        """Return the caller the headers prove, or raise :class:`Unauthenticated`."""
+        ...
+
+    def describe(self) -> str: ...

@@ -1,0 +1,1 @@
+"""Contracts shipped with the core: the profile meta-schema."""

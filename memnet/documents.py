@@ -1,0 +1,319 @@
+"""The document capability (spec 10.1-10.3, 12, 14): read, patch, replace, history.
+
+Write order, so a crash between any two storage writes loses nothing: claim the
+idempotency key (naming the change id), write the audit record (create-only), write the
+document (If-Match / create-only, storing the change id), complete the key. See
+:mod:`memnet.audit` for how records off the document's chain are treated.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from memnet.audit import AuditLog, apply_change, change_time, fold, ops_sha256
+from memnet.auth import Caller
+from memnet.clock import iso
+from memnet.envelope import serialise
+from memnet.errors import BadRequest, NotFound, PreconditionFailed, Unprocessable
+from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
+from memnet.layout import DocumentRef, audit_name, user_prefix
+from memnet.patching import Op
+from memnet.policy import WriteIntent, plan_ops
+from memnet.ports import BlobNotFound, BlobStore, Clock, Condition
+from memnet.ports import PreconditionFailed as StoragePreconditionFailed
+from memnet.profiles import Binding, Profile
+from memnet.registry import ProfileRegistry
+from memnet.validation import document_violations, raise_if_any
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    etag: str
+    document: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """``If-Match: <etag>`` or, to create, ``If-None-Match: *``."""
+
+    if_match: str | None = None
+    create: bool = False
+
+
+@dataclass(frozen=True)
+class WriteCommand:
+    """A PATCH (``ops``) or PUT (``content``) after parsing; policy is not checked yet."""
+
+    ref: DocumentRef
+    profile_id: str | None
+    binding_id: str | None
+    precondition: Precondition
+    idempotency_key: str
+    fingerprint: str
+    reason: str
+    request_id: str
+    evidence: Any = None
+    confidence: float | None = None
+    ops: list[Op] = field(default_factory=list)
+    content: dict[str, Any] | None = None
+
+
+class DocumentService:
+    def __init__(
+        self,
+        blobs: BlobStore,
+        registry: ProfileRegistry,
+        audit: AuditLog,
+        idempotency: IdempotencyStore,
+        clock: Clock,
+    ) -> None:
+        self._blobs, self._registry, self._audit = blobs, registry, audit
+        self._idempotency, self._clock = idempotency, clock
+
+    # -- reads ---------------------------------------------------------------------
+
+    def read(self, caller: Caller, ref: DocumentRef, profile_id: str | None) -> StoredDocument:
+        caller.require(ref.tenant_id, "read")
+        self.resolve(caller, ref, profile_id, None)
+        return self._require(ref)
+
+    def history(
+        self, caller: Caller, ref: DocumentRef, profile_id: str | None, limit: int
+    ) -> dict[str, Any]:
+        """The committed changes of one document, newest first (spec 19.2, 25.6)."""
+        caller.require(ref.tenant_id, "read")
+        self.resolve(caller, ref, profile_id, None)
+        current = self._require(ref)
+        entries = self._audit.history(ref, current.document.get("change_id"), current.etag)
+        return {"etag": current.etag, "changes": entries[:limit], "truncated": len(entries) > limit}
+
+    def load(self, ref: DocumentRef) -> StoredDocument | None:
+        try:
+            blob = self._blobs.read(ref.blob_name)
+        except BlobNotFound:
+            return None
+        return StoredDocument(blob.etag, json.loads(blob.data))
+
+    def _require(self, ref: DocumentRef) -> StoredDocument:
+        current = self.load(ref)
+        if current is None:
+            raise NotFound("Document does not exist.", code="DOCUMENT_NOT_FOUND")
+        return current
+
+    def resolve(
+        self, caller: Caller, ref: DocumentRef, profile_id: str | None, binding_id: str | None
+    ) -> tuple[Profile, Binding]:
+        """The profile the caller may use and the binding that covers ``ref``."""
+        profile_id = profile_id or caller.default_profile(self._registry.profile_ids())
+        if profile_id is None:
+            raise BadRequest(
+                "Name the profile_id: the caller may use several.", code="PROFILE_REQUIRED"
+            )
+        caller.require_profile(profile_id)
+        profile = self._registry.get(profile_id)
+        if profile is None:
+            raise NotFound(f"Unknown profile {profile_id!r}.", code="PROFILE_NOT_FOUND")
+        found = profile.resolve(ref.namespace, ref.path)
+        if found is None:
+            raise NotFound(
+                "No binding of this profile covers this document.",
+                code="BINDING_NOT_FOUND",
+                profile_id=profile_id,
+            )
+        if binding_id is not None and binding_id != found[0].binding_id:
+            raise Unprocessable(
+                "binding_id does not cover this namespace and path.",
+                code="BINDING_MISMATCH",
+                expected=found[0].binding_id,
+            )
+        return profile, found[0]
+
+    # -- writes --------------------------------------------------------------------
+
+    def patch(self, caller: Caller, cmd: WriteCommand) -> Response:
+        caller.require(cmd.ref.tenant_id, "write")
+        profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        return self._idempotent(cmd, lambda t: self._patch(caller, cmd, profile, binding, t))
+
+    def replace(self, caller: Caller, cmd: WriteCommand) -> Response:
+        caller.require(cmd.ref.tenant_id, "admin")
+        profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        return self._idempotent(cmd, lambda t: self._replace(caller, cmd, profile, binding, t))
+
+    def _idempotent(self, cmd: WriteCommand, execute: Callable[[Ticket], Response]) -> Response:
+        ref = cmd.ref
+        outcome = self._idempotency.begin(
+            ref.tenant_id,
+            ref.user_id,
+            cmd.idempotency_key,
+            cmd.fingerprint,
+            lambda change_id: self.committed_response(ref, change_id),
+        )
+        if isinstance(outcome, Replay):
+            return {**outcome.response, "replayed": True}
+        try:
+            response = execute(outcome)
+        except Exception:
+            self._idempotency.release(outcome)
+            raise
+        self._idempotency.complete(outcome, response)
+        return response
+
+    def _patch(
+        self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
+    ) -> Response:
+        current = self._checked_current(cmd)
+        intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence)
+        planned = plan_ops(profile, binding, cmd.ops, intent)
+        raise_if_any(planned.violations)
+        base = None if current else self._base(binding, None, dict(binding.initial_content))
+        record = self._record(
+            caller,
+            cmd,
+            profile,
+            binding,
+            ticket,
+            current,
+            [op.as_json() for op in planned.ops],
+            base,
+        )
+        record["redirected_ops"] = planned.redirected
+        return self._commit(cmd.ref, binding, current, record)
+
+    def _replace(
+        self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
+    ) -> Response:
+        current = self._checked_current(cmd)
+        base = self._base(binding, current, cmd.content or {})
+        record = self._record(caller, cmd, profile, binding, ticket, current, [], base)
+        return self._commit(cmd.ref, binding, current, record)
+
+    def _checked_current(self, cmd: WriteCommand) -> StoredDocument | None:
+        current = self.load(cmd.ref)
+        wanted = cmd.precondition
+        if wanted.create and current is not None:
+            raise _etag_mismatch("Document already exists (If-None-Match: *).", current.etag)
+        if wanted.if_match is not None and current is None:
+            raise NotFound(
+                "Document does not exist; create it with If-None-Match: *.",
+                code="DOCUMENT_NOT_FOUND",
+            )
+        if current is not None and wanted.if_match != current.etag:
+            raise _etag_mismatch("If-Match does not match latest document version.", current.etag)
+        return current
+
+    def _base(
+        self, binding: Binding, current: StoredDocument | None, content: dict[str, Any]
+    ) -> dict[str, Any]:
+        doc_id = current.document["doc_id"] if current else str(uuid.uuid4())
+        return {
+            "doc_id": doc_id,
+            "schema_id": binding.schema_id,
+            "schema_version": binding.schema_version,
+            "content": content,
+        }
+
+    def _record(
+        self,
+        caller: Caller,
+        cmd: WriteCommand,
+        profile: Profile,
+        binding: Binding,
+        ticket: Ticket,
+        current: StoredDocument | None,
+        ops: list[dict[str, Any]],
+        base: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """The audit record (spec 19.2 fields plus what replaying it needs)."""
+        operation = (
+            "create" if current is None else ("replace" if cmd.content is not None else "patch")
+        )
+        return {
+            "change_id": ticket.change_id,
+            "prev_change_id": current.document.get("change_id") if current else None,
+            "operation": operation,
+            **cmd.ref.as_json(),
+            "binding_id": binding.binding_id,
+            "profile_id": profile.profile_id,
+            "actor": caller.caller_id,
+            "timestamp": self._now(),
+            "reason": cmd.reason,
+            "pre_etag": current.etag if current else None,
+            "ops": ops,
+            "ops_sha256": ops_sha256(ops),
+            "evidence": cmd.evidence,
+            "confidence": cmd.confidence,
+            "base": base,
+            "request_id": cmd.request_id,
+            "idempotency_key_sha256": key_hash(cmd.idempotency_key),
+        }
+
+    def _commit(
+        self,
+        ref: DocumentRef,
+        binding: Binding,
+        current: StoredDocument | None,
+        record: dict[str, Any],
+    ) -> Response:
+        document = apply_change(current.document if current else None, record)
+        raise_if_any(document_violations(document, binding, self._registry.validator(binding)))
+        self._audit.write(ref, record)
+        condition = Condition.match(current.etag) if current else Condition.create_only()
+        try:
+            etag = self._blobs.write(ref.blob_name, serialise(document).encode(), condition)
+        except StoragePreconditionFailed as exc:
+            self._audit.discard(ref, record["change_id"])
+            latest = self.load(ref)
+            raise _etag_mismatch(
+                "Document changed concurrently; refetch and retry.", latest.etag if latest else None
+            ) from exc
+        return _response(record, etag, document)
+
+    def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
+        """The response of ``change_id`` if it reached the document, else None."""
+        current = self.load(ref)
+        if current is None:
+            return None
+        records = list(self._audit.chain(ref, current.document.get("change_id")))
+        index = next((i for i, r in enumerate(records) if r["change_id"] == change_id), None)
+        if index is None:
+            return None
+        document = fold(list(reversed(records[index:]))) or {}
+        etag = records[index - 1]["pre_etag"] if index else current.etag
+        return _response(records[index], etag, document)
+
+    def sweep_orphans(self, tenant_id: str, user_id: str, min_age: timedelta) -> list[str]:
+        """Delete audit records no document reached that are older than ``min_age``
+        (younger ones may belong to a write still in flight); return their change ids."""
+        prefix = f"{user_prefix(tenant_id, user_id)}documents/"
+        heads = {name: self._head(name) for name in self._blobs.list_names(prefix)}
+        cutoff = self._clock.now() - min_age
+        stale = [
+            c for c in self._audit.orphans(tenant_id, user_id, heads) if change_time(c) <= cutoff
+        ]
+        for change_id in stale:
+            self._blobs.delete(audit_name(tenant_id, user_id, change_id))
+        return stale
+
+    def _head(self, blob_name: str) -> str | None:
+        head = json.loads(self._blobs.read(blob_name).data).get("change_id")
+        return head if isinstance(head, str) else None
+
+    def _now(self) -> str:
+        return iso(self._clock.now())
+
+
+def _response(record: dict[str, Any], etag: str, document: dict[str, Any]) -> Response:
+    body: dict[str, Any] = {"etag": etag, "document": document}
+    if record.get("redirected_ops"):
+        body["redirected_ops"] = record["redirected_ops"]
+    return {"status": 201 if record["operation"] == "create" else 200, "body": body}
+
+
+def _etag_mismatch(message: str, latest: str | None) -> PreconditionFailed:
+    return PreconditionFailed(message, code="ETAG_MISMATCH", latest_etag=latest)

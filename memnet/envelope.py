@@ -1,0 +1,76 @@
+"""The common document envelope (spec 9.1) and how documents are serialised.
+
+The service owns every envelope field; ops may only touch ``/content``. ``change_id``
+ties the stored document to its newest audit record (ARCHITECTURE.md, Audit).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from memnet.profiles import Binding
+
+ENVELOPE_FIELDS = (
+    "doc_id",
+    "schema_id",
+    "schema_version",
+    "created_at",
+    "updated_at",
+    "updated_by",
+    "change_id",
+    "content",
+)
+CONTENT = "content"
+
+
+def envelope_schema(schema_id: str, schema_version: str, content_ref: str) -> dict[str, Any]:
+    """The whole-document schema: service-owned envelope around the profile's content."""
+    text = {"type": "string", "minLength": 1}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "required": list(ENVELOPE_FIELDS),
+        "additionalProperties": False,
+        "properties": {
+            "doc_id": text,
+            "created_at": text,
+            "updated_at": text,
+            "updated_by": text,
+            "change_id": text,
+            "schema_id": {"const": schema_id},
+            "schema_version": {"const": schema_version},
+            "content": {"$ref": content_ref},
+        },
+    }
+
+
+def new_envelope(
+    binding: Binding, doc_id: str, timestamp: str, actor: str, change_id: str
+) -> dict[str, Any]:
+    """A fresh document holding the binding's initial content."""
+    return {
+        "doc_id": doc_id,
+        "schema_id": binding.schema_id,
+        "schema_version": binding.schema_version,
+        "created_at": timestamp,
+        "updated_at": timestamp,
+        "updated_by": actor,
+        "change_id": change_id,
+        "content": copy.deepcopy(dict(binding.initial_content)),
+    }
+
+
+def serialise(document: Any) -> str:
+    """The compact form that is stored and that ``max_chars`` counts."""
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+
+
+def char_count(document: Any) -> int:
+    return len(serialise(document))
+
+
+def canonical(value: Any) -> bytes:
+    """Deterministic bytes for hashing (sorted keys, compact)."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()

@@ -1,0 +1,176 @@
+"""Idempotency keys (spec 10.2; ARCHITECTURE.md "Idempotency").
+
+Scope is (tenant, user, key). The first request claims the key with a create-only
+*pending* record that already names the change id it will write; on success the record
+becomes *complete* and holds the response. A repeat with the same fingerprint gets the
+stored response (checked before the ETag); a different fingerprint gets 409. A pending
+record is either still running (409 ``IDEMPOTENCY_KEY_IN_PROGRESS`` with Retry-After),
+or its writer died: if its change committed the response is rebuilt from the document,
+otherwise after the lease the next request takes the key over. A failed request
+releases the key so a corrected retry can reuse it. Records expire after a TTL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from memnet.audit import new_change_id
+from memnet.errors import Conflict
+from memnet.layout import idempotency_name
+from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
+
+Response = dict[str, Any]
+MAX_KEY_CHARS = 255
+_CLAIM_ATTEMPTS = 4
+
+
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """The right to execute one request: the claimed record's name, ETag and change id."""
+
+    name: str
+    etag: str
+    change_id: str
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Replay:
+    response: Response
+
+
+class IdempotencyStore:
+    def __init__(self, blobs: BlobStore, clock: Clock, ttl: timedelta, lease: timedelta):
+        self._blobs, self._clock, self._ttl, self._lease = blobs, clock, ttl, lease
+
+    def begin(
+        self,
+        tenant_id: str,
+        user_id: str,
+        key: str,
+        fingerprint: str,
+        committed: Callable[[str], Response | None],
+    ) -> Ticket | Replay:
+        """Claim ``key`` for this request, or return the response it already produced.
+
+        ``committed(change_id)`` returns the response of a change that reached its
+        document, or None; it settles pending records whose writer died."""
+        name = idempotency_name(tenant_id, user_id, key_hash(key))
+        for _ in range(_CLAIM_ATTEMPTS):
+            outcome = self._claim_or_inspect(name, fingerprint, committed)
+            if outcome is not None:
+                return outcome
+        raise Conflict(
+            "Idempotency key is contended; retry.",
+            code="IDEMPOTENCY_KEY_IN_PROGRESS",
+            retry_after=1,
+        )
+
+    def complete(self, ticket: Ticket, response: Response) -> None:
+        """Store the response; if another request took the key over, leave its record."""
+        record = {**ticket.record, "state": "complete", "response": response}
+        with contextlib.suppress(PreconditionFailed, BlobNotFound):
+            self._blobs.write(ticket.name, _dump(record), Condition.match(ticket.etag))
+
+    def release(self, ticket: Ticket) -> None:
+        """Forget the claim after a failed request (nothing was written)."""
+        with contextlib.suppress(PreconditionFailed, BlobNotFound):
+            self._blobs.delete(ticket.name, Condition.match(ticket.etag))
+
+    def _claim_or_inspect(
+        self, name: str, fingerprint: str, committed: Callable[[str], Response | None]
+    ) -> Ticket | Replay | None:
+        try:
+            return self._claim(name, fingerprint, Condition.create_only())
+        except PreconditionFailed:
+            pass
+        try:
+            blob = self._blobs.read(name)
+        except BlobNotFound:
+            return None
+        return self._inspect(name, blob.etag, json.loads(blob.data), fingerprint, committed)
+
+    def _inspect(
+        self,
+        name: str,
+        etag: str,
+        record: dict[str, Any],
+        fingerprint: str,
+        committed: Callable[[str], Response | None],
+    ) -> Ticket | Replay | None:
+        if self._now() >= _time(record["expires_at"]):
+            return self._take_over(name, etag, fingerprint)
+        if record["fingerprint"] != fingerprint:
+            raise Conflict(
+                "Idempotency-Key was already used with a different request.",
+                code="IDEMPOTENCY_KEY_REUSED",
+            )
+        if record["state"] == "complete":
+            return Replay(record["response"])
+        return self._settle_pending(name, etag, record, fingerprint, committed)
+
+    def _settle_pending(
+        self,
+        name: str,
+        etag: str,
+        record: dict[str, Any],
+        fingerprint: str,
+        committed: Callable[[str], Response | None],
+    ) -> Ticket | Replay | None:
+        response = committed(record["change_id"])
+        if response is not None:
+            self.complete(Ticket(name, etag, record["change_id"], record), response)
+            return Replay(response)
+        waited = self._now() - _time(record["started_at"])
+        if waited < self._lease:
+            retry = max(1, math.ceil((self._lease - waited).total_seconds()))
+            raise Conflict(
+                "A request with this Idempotency-Key is still in progress.",
+                code="IDEMPOTENCY_KEY_IN_PROGRESS",
+                retry_after=retry,
+            )
+        return self._take_over(name, etag, fingerprint)
+
+    def _take_over(self, name: str, etag: str, fingerprint: str) -> Ticket | None:
+        try:
+            return self._claim(name, fingerprint, Condition.match(etag))
+        except (PreconditionFailed, BlobNotFound):
+            return None
+
+    def _claim(self, name: str, fingerprint: str, condition: Condition) -> Ticket:
+        now = self._now()
+        record = {
+            "fingerprint": fingerprint,
+            "state": "pending",
+            "change_id": new_change_id(),
+            "started_at": _iso(now),
+            "expires_at": _iso(now + self._ttl),
+        }
+        etag = self._blobs.write(name, _dump(record), condition)
+        return Ticket(name, etag, record["change_id"], record)
+
+    def _now(self) -> datetime:
+        return self._clock.now()
+
+
+def _dump(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode()
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))

@@ -1,0 +1,118 @@
+"""JSON Patch (RFC 6902): parse the whole patch first, then apply it op by op.
+
+Parsing failures are 400 (spec 10.7, "invalid operation syntax"); an op that cannot be
+applied to the current document (missing target, failed ``test``) is a 422 naming the
+op. Application is done by the ``jsonpatch`` library.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpatch
+import jsonpointer
+
+from memnet import pointers
+from memnet.errors import BadRequest, Unprocessable
+from memnet.pointers import Segments
+
+OPS_WITH_VALUE = frozenset({"add", "replace", "test"})
+OPS_WITH_FROM = frozenset({"move", "copy"})
+KNOWN_OPS = OPS_WITH_VALUE | OPS_WITH_FROM | {"remove"}
+
+
+@dataclass(frozen=True)
+class Op:
+    """One parsed operation; ``segments``/``from_segments`` are the parsed pointers."""
+
+    index: int
+    op: str
+    path: str
+    segments: Segments
+    value: Any = None
+    from_path: str | None = None
+    from_segments: Segments | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"op": self.op, "path": self.path}
+        if self.op in OPS_WITH_VALUE:
+            body["value"] = self.value
+        if self.from_path is not None:
+            body["from"] = self.from_path
+        return body
+
+    def writes(self) -> bool:
+        return self.op != "test"
+
+
+def parse_ops(raw: Any) -> list[Op]:
+    """Parse a JSON Patch array into :class:`Op` objects or raise 400 naming the op."""
+    if not isinstance(raw, list):
+        raise BadRequest("ops must be a JSON array of operations.", code="INVALID_PATCH")
+    return [_parse_op(i, item) for i, item in enumerate(raw)]
+
+
+def _parse_op(index: int, item: Any) -> Op:
+    if not isinstance(item, dict):
+        raise _invalid(index, "operation must be an object")
+    name = item.get("op")
+    if name not in KNOWN_OPS:
+        raise _invalid(index, f"unknown op {name!r}")
+    if name in OPS_WITH_VALUE and "value" not in item:
+        raise _invalid(index, f"'{name}' needs a 'value'")
+    from_path = item.get("from") if name in OPS_WITH_FROM else None
+    if name in OPS_WITH_FROM and not isinstance(from_path, str):
+        raise _invalid(index, f"'{name}' needs a string 'from'")
+    path = item.get("path")
+    if not isinstance(path, str):
+        raise _invalid(index, "'path' must be a string")
+    return Op(
+        index=index,
+        op=name,
+        path=path,
+        segments=_pointer(index, path),
+        value=item.get("value"),
+        from_path=from_path,
+        from_segments=None if from_path is None else _pointer(index, from_path),
+    )
+
+
+def _pointer(index: int, text: str) -> Segments:
+    try:
+        return pointers.parse(text)
+    except ValueError as exc:
+        raise _invalid(index, str(exc)) from exc
+
+
+def _invalid(index: int, reason: str) -> BadRequest:
+    return BadRequest(f"op {index}: {reason}.", code="INVALID_PATCH", op_index=index)
+
+
+def apply_ops(document: Any, ops: list[Op]) -> Any:
+    """Return a new document with ``ops`` applied in order; the input is not changed."""
+    result = copy.deepcopy(document)
+    for op in ops:
+        result = _apply_one(result, op)
+    return result
+
+
+def _apply_one(document: Any, op: Op) -> Any:
+    try:
+        return jsonpatch.JsonPatch([op.as_json()]).apply(document, in_place=True)
+    except jsonpatch.JsonPatchTestFailed as exc:
+        raise _not_applicable(op, "PATCH_TEST_FAILED", str(exc)) from exc
+    except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
+        raise _not_applicable(op, "PATCH_NOT_APPLICABLE", str(exc)) from exc
+    except (KeyError, IndexError, TypeError) as exc:
+        raise _not_applicable(op, "PATCH_NOT_APPLICABLE", "target does not exist") from exc
+
+
+def _not_applicable(op: Op, code: str, reason: str) -> Unprocessable:
+    return Unprocessable(
+        f"op {op.index} ({op.op} {op.path}) cannot be applied: {reason}",
+        code=code,
+        op_index=op.index,
+        path=op.path,
+    )

@@ -1,0 +1,195 @@
+"""Write policy applied to parsed ops before they touch a document (spec 12, 18).
+
+Writable-path allowlists and denylists compare whole JSON Pointer segments relative to
+``/content``; envelope fields are never writable. Ops that reach a profile's durable
+sections pass a confidence gate or are redirected to the pending section. Every
+violation is collected with its op index and path and reported together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memnet import pointers
+from memnet.envelope import CONTENT
+from memnet.patching import Op
+from memnet.pointers import Segments
+from memnet.profiles import Binding, Profile
+
+
+@dataclass(frozen=True)
+class Violation:
+    code: str
+    message: str
+    op_index: int | None = None
+    path: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.op_index is not None:
+            body["op_index"] = self.op_index
+        if self.path is not None:
+            body["path"] = self.path
+        return body
+
+
+@dataclass(frozen=True)
+class WriteIntent:
+    """What the caller asserts about its write: confidence and evidence (spec 9.3)."""
+
+    actor: str
+    timestamp: str
+    confidence: float | None = None
+    evidence: Any = None
+
+
+@dataclass
+class Planned:
+    """The ops to apply after redirection, what was redirected, and what was refused."""
+
+    ops: list[Op] = field(default_factory=list)
+    redirected: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+
+
+def plan_ops(profile: Profile, binding: Binding, ops: list[Op], intent: WriteIntent) -> Planned:
+    """Check ``ops`` against the profile and return what may be applied."""
+    planned = Planned()
+    if len(ops) > profile.max_ops_per_patch:
+        planned.violations.append(
+            Violation(
+                "TOO_MANY_OPS", f"{len(ops)} ops exceed the limit of {profile.max_ops_per_patch}."
+            )
+        )
+        return planned
+    for op in ops:
+        problems = _path_violations(profile, binding, op)
+        planned.violations.extend(problems)
+        if not problems:
+            _gate(profile, binding, op, intent, planned)
+    return planned
+
+
+def _path_violations(profile: Profile, binding: Binding, op: Op) -> list[Violation]:
+    if not op.writes():
+        return []
+    found = [_writable(profile, binding, op, seg) for seg in _written(op)]
+    found += [_denied(profile, binding, op, seg) for seg in _touched(op)]
+    return [v for v in found if v is not None]
+
+
+def _written(op: Op) -> list[Segments]:
+    moved_from = [op.from_segments] if op.op == "move" and op.from_segments is not None else []
+    return [op.segments, *moved_from]
+
+
+def _touched(op: Op) -> list[Segments]:
+    source = [op.from_segments] if op.from_segments is not None else []
+    inner = list(pointers.walk(op.value, op.segments)) if op.op in ("add", "replace") else []
+    return [*source, op.segments, *inner]
+
+
+def _writable(profile: Profile, binding: Binding, op: Op, segments: Segments) -> Violation | None:
+    if segments[:1] != (CONTENT,) or len(segments) == 1:
+        return Violation(
+            "ENVELOPE_READ_ONLY",
+            "only paths below /content can be written.",
+            op.index,
+            pointers.render(segments),
+        )
+    rules = profile.writable_paths.get(binding.binding_id, ())
+    if binding.writable and any(pointers.is_within(segments[1:], r) for r in rules):
+        return None
+    return Violation(
+        "PATH_NOT_WRITABLE",
+        f"binding {binding.binding_id!r} does not allow writes here.",
+        op.index,
+        pointers.render(segments),
+    )
+
+
+def _denied(profile: Profile, binding: Binding, op: Op, segments: Segments) -> Violation | None:
+    patterns = profile.denied_paths.get(binding.binding_id, ())
+    if any(pointers.matches_pattern(segments[1:], p) for p in patterns):
+        return Violation(
+            "DENIED_PATH",
+            "this field is denylisted by the profile.",
+            op.index,
+            pointers.render(segments),
+        )
+    return None
+
+
+def _gate(profile: Profile, binding: Binding, op: Op, intent: WriteIntent, out: Planned) -> None:
+    rules = profile.confidence
+    section = next(
+        (
+            s
+            for seg in _written(op)
+            if seg[:1] == (CONTENT,)
+            for s in [rules.durable_section_of(binding.binding_id, seg[1:])]
+            if s is not None
+        ),
+        None,
+    )
+    if section is None or not op.writes():
+        _auto_apply_gate(profile, op, intent, out)
+        return
+    shortfall = _durable_shortfall(profile, intent)
+    if shortfall is None:
+        out.ops.append(op)
+    elif op.op in ("add", "replace") and binding.binding_id in rules.pending_sections:
+        _redirect(rules.pending_sections[binding.binding_id], op, intent, shortfall, out)
+    else:
+        message = _SHORTFALL[shortfall]
+        out.violations.append(Violation(shortfall.upper(), message, op.index, op.path))
+
+
+_SHORTFALL = {
+    "confidence_below_threshold": "durable sections need confidence at or above the threshold.",
+    "evidence_required": "durable sections need an evidence pointer.",
+}
+
+
+def _durable_shortfall(profile: Profile, intent: WriteIntent) -> str | None:
+    rules = profile.confidence
+    if intent.confidence is None or intent.confidence < rules.min_durable:
+        return "confidence_below_threshold"
+    if rules.require_evidence and not intent.evidence:
+        return "evidence_required"
+    return None
+
+
+def _auto_apply_gate(profile: Profile, op: Op, intent: WriteIntent, out: Planned) -> None:
+    threshold = profile.confidence.min_auto_apply
+    if op.writes() and intent.confidence is not None and intent.confidence < threshold:
+        out.violations.append(
+            Violation(
+                "CONFIDENCE_BELOW_THRESHOLD",
+                f"confidence {intent.confidence} is below min_confidence_for_auto_apply.",
+                op.index,
+                op.path,
+            )
+        )
+    else:
+        out.ops.append(op)
+
+
+def _redirect(pending: Segments, op: Op, intent: WriteIntent, reason: str, out: Planned) -> None:
+    target = pointers.render((CONTENT, *pending, "-"))
+    proposal = {
+        "candidate": op.value,
+        "target_path": pointers.render(op.segments[1:]),
+        "op": op.op,
+        "confidence": intent.confidence,
+        "evidence": intent.evidence,
+        "proposed_at": intent.timestamp,
+        "proposed_by": intent.actor,
+    }
+    out.ops.append(
+        Op(index=op.index, op="add", path=target, segments=pointers.parse(target), value=proposal)
+    )
+    out.redirected.append(
+        {"op_index": op.index, "from_path": op.path, "to_path": target, "reason": reason}
+    )

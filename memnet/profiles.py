@@ -1,0 +1,130 @@
+"""Profiles: which documents an agent may read and write, and under which rules (spec 8.2).
+
+Profiles are data in ``MEMNET_PROFILES_DIR``; the core never names a binding or a
+section. Loading validates every profile against ``contracts/profile.schema.json`` and
+checks cross references, raising :class:`ConfigError` naming the file and field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from memnet import pointers
+from memnet.pointers import Segments
+
+DEFAULT_MAX_OPS = 50
+_TEMPLATE_VAR = re.compile(r"\{([a-z_]+)\}")
+_VAR_VALUE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One document a profile governs: where it lives, its schema and its limits."""
+
+    binding_id: str
+    namespace: str
+    schema_id: str
+    schema_version: str
+    max_chars: int
+    read_priority: int
+    write_mode: str
+    path: str | None = None
+    path_template: str | None = None
+    array_limits: Mapping[Segments, int] = field(default_factory=dict)
+    initial_content: Mapping[str, Any] = field(default_factory=dict)
+
+    def match(self, namespace: str, path: str) -> dict[str, str] | None:
+        """Return the template variables if this binding covers ``namespace/path``."""
+        if namespace != self.namespace:
+            return None
+        if self.path is not None:
+            return {} if path == self.path else None
+        found = _template_regex(self.path_template or "").fullmatch(path)
+        return None if found is None else found.groupdict()
+
+    @property
+    def writable(self) -> bool:
+        return self.write_mode != "read_only"
+
+
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts = _TEMPLATE_VAR.split(template)
+    regex = "".join(
+        f"(?P<{part}>{_VAR_VALUE})" if i % 2 else re.escape(part) for i, part in enumerate(parts)
+    )
+    return re.compile(regex)
+
+
+@dataclass(frozen=True)
+class ConfidenceRules:
+    """Confidence gates (spec 12, 22.2): durable sections and where low-confidence ops go."""
+
+    min_durable: float = 0.0
+    min_auto_apply: float = 0.0
+    durable_sections: Mapping[str, tuple[Segments, ...]] = field(default_factory=dict)
+    pending_sections: Mapping[str, Segments] = field(default_factory=dict)
+    require_evidence: bool = True
+
+    def durable_section_of(self, binding_id: str, segments: Segments) -> Segments | None:
+        for section in self.durable_sections.get(binding_id, ()):
+            if pointers.is_within(segments, section):
+                return section
+        return None
+
+
+@dataclass(frozen=True)
+class Profile:
+    profile_id: str
+    bindings: tuple[Binding, ...]
+    writable_paths: Mapping[str, tuple[Segments, ...]]
+    denied_paths: Mapping[str, tuple[Segments, ...]]
+    max_ops_per_patch: int
+    confidence: ConfidenceRules
+    raw: Mapping[str, Any]
+
+    def binding(self, binding_id: str) -> Binding | None:
+        return next((b for b in self.bindings if b.binding_id == binding_id), None)
+
+    def resolve(self, namespace: str, path: str) -> tuple[Binding, dict[str, str]] | None:
+        """The binding covering ``namespace/path`` and its template variables, if any."""
+        for binding in self.bindings:
+            variables = binding.match(namespace, path)
+            if variables is not None:
+                return binding, variables
+        return None
+
+
+def build_profile(raw: Mapping[str, Any]) -> Profile:
+    """Build a :class:`Profile` from an already meta-schema-valid mapping."""
+    return Profile(
+        profile_id=raw["profile_id"],
+        bindings=tuple(_build_binding(b) for b in raw["document_bindings"]),
+        writable_paths=_pointer_map(raw.get("writable_path_rules", {})),
+        denied_paths=_pointer_map(raw.get("denied_path_rules", {})),
+        max_ops_per_patch=raw.get("patch_rules", {}).get("max_ops_per_patch", DEFAULT_MAX_OPS),
+        confidence=_build_confidence(raw.get("confidence_rules", {})),
+        raw=raw,
+    )
+
+
+def _build_binding(raw: Mapping[str, Any]) -> Binding:
+    limits = {pointers.parse(p): n for p, n in raw.get("array_limits", {}).items()}
+    fields = {k: v for k, v in raw.items() if k not in ("array_limits",)}
+    return Binding(**fields, array_limits=limits)
+
+
+def _pointer_map(raw: Mapping[str, list[str]]) -> dict[str, tuple[Segments, ...]]:
+    return {binding: tuple(pointers.parse(p) for p in ptrs) for binding, ptrs in raw.items()}
+
+
+def _build_confidence(raw: Mapping[str, Any]) -> ConfidenceRules:
+    return ConfidenceRules(
+        min_durable=raw.get("min_confidence_for_durable_fact", 0.0),
+        min_auto_apply=raw.get("min_confidence_for_auto_apply", 0.0),
+        durable_sections=_pointer_map(raw.get("durable_sections", {})),
+        pending_sections={b: pointers.parse(p) for b, p in raw.get("pending_sections", {}).items()},
+        require_evidence=raw.get("require_evidence_for_durable", True),
+    )

@@ -1,0 +1,79 @@
+"""Settings, read once from the environment (app settings on Azure, ``local.settings.json``
+locally), typed, and checked at startup."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from memnet.errors import ConfigError
+
+STORAGE_KINDS = ("local", "azure")
+
+
+@dataclass(frozen=True)
+class Settings:
+    storage: str = "local"
+    data_dir: Path = Path(".memnet")
+    profiles_dir: Path = Path("profiles")
+    callers_file: Path | None = None
+    blob_connection_string: str | None = None
+    blob_account_url: str | None = None
+    blob_container: str = "memnet"
+    idempotency_ttl_seconds: int = 86_400
+    idempotency_lease_seconds: int = 30
+    max_body_bytes: int = 1_048_576
+    history_limit: int = 100
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        settings = cls(
+            storage=env.get("MEMNET_STORAGE", "local"),
+            data_dir=Path(env.get("MEMNET_DATA_DIR", ".memnet")),
+            profiles_dir=Path(env.get("MEMNET_PROFILES_DIR", "profiles")),
+            callers_file=_path(env.get("MEMNET_CALLERS_FILE")),
+            blob_connection_string=env.get("MEMNET_BLOB_CONNECTION_STRING") or None,
+            blob_account_url=env.get("MEMNET_BLOB_ACCOUNT_URL") or None,
+            blob_container=env.get("MEMNET_BLOB_CONTAINER", "memnet"),
+            idempotency_ttl_seconds=_int(env, "MEMNET_IDEMPOTENCY_TTL_SECONDS", 86_400),
+            idempotency_lease_seconds=_int(env, "MEMNET_IDEMPOTENCY_LEASE_SECONDS", 30),
+            max_body_bytes=_int(env, "MEMNET_MAX_BODY_BYTES", 1_048_576),
+        )
+        settings.check()
+        return settings
+
+    def check(self) -> None:
+        if self.storage not in STORAGE_KINDS:
+            raise ConfigError("settings", "MEMNET_STORAGE", f"must be one of {STORAGE_KINDS}")
+        if self.storage == "azure" and not (self.blob_connection_string or self.blob_account_url):
+            raise ConfigError(
+                "settings",
+                "MEMNET_BLOB_CONNECTION_STRING",
+                "azure storage needs it or MEMNET_BLOB_ACCOUNT_URL",
+            )
+        if self.callers_file is None:
+            raise ConfigError(
+                "settings",
+                "MEMNET_CALLERS_FILE",
+                "must name the callers registry (see local.settings.json.example)",
+            )
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    text = env.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise ConfigError("settings", name, f"must be an integer, got {text!r}") from exc
+    if value < 0:
+        raise ConfigError("settings", name, "must not be negative")
+    return value

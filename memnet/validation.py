@@ -1,0 +1,67 @@
+"""Checks on a document after ops are applied (spec 12, 15; ARCHITECTURE.md Documents):
+JSON Schema of the whole document, ``max_chars`` and the binding's array limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from jsonschema import Draft202012Validator
+
+from memnet import pointers
+from memnet.envelope import CONTENT, char_count
+from memnet.errors import Unprocessable
+from memnet.policy import Violation
+from memnet.profiles import Binding
+
+MAX_REPORTED = 20
+
+
+def document_violations(
+    document: Any, binding: Binding, validator: Draft202012Validator
+) -> list[Violation]:
+    """Every reason ``document`` may not be stored under ``binding`` (empty if none)."""
+    found = list(_schema_violations(document, validator))
+    found += list(_limit_violations(document, binding))
+    return found[:MAX_REPORTED]
+
+
+def _schema_violations(document: Any, validator: Draft202012Validator) -> Iterator[Violation]:
+    for error in validator.iter_errors(document):
+        yield Violation(
+            "SCHEMA_VIOLATION",
+            error.message,
+            path=pointers.render(tuple(str(p) for p in error.absolute_path)),
+        )
+
+
+def _limit_violations(document: Any, binding: Binding) -> Iterator[Violation]:
+    size = char_count(document)
+    if size > binding.max_chars:
+        yield Violation(
+            "MAX_CHARS_EXCEEDED", f"document is {size} chars; binding allows {binding.max_chars}."
+        )
+    for section, limit in binding.array_limits.items():
+        items = _array_at(document, (CONTENT, *section))
+        if items is not None and len(items) > limit:
+            yield Violation(
+                "ARRAY_LIMIT_EXCEEDED",
+                f"{len(items)} items exceed the limit of {limit}.",
+                path=pointers.render((CONTENT, *section)),
+            )
+
+
+def _array_at(document: Any, segments: pointers.Segments) -> list[Any] | None:
+    try:
+        found = pointers.resolve(document, segments)
+    except KeyError:
+        return None
+    return found if isinstance(found, list) else None
+
+
+def raise_if_any(violations: list[Violation]) -> None:
+    """Raise one 422 carrying every violation; its code is the first violation's."""
+    if violations:
+        first = violations[0]
+        summary = first.message if len(violations) == 1 else f"{len(violations)} violations."
+        raise Unprocessable(summary, code=first.code, violations=[v.as_json() for v in violations])

@@ -1,0 +1,68 @@
+"""Shared fixtures: services on a temporary data directory, and API clients that reach the
+real functions of ``function_app.py`` either directly (a real ``func.HttpRequest``) or over
+real HTTP through the local host."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memnet import bootstrap
+from memnet.bootstrap import Services
+from memnet.settings import Settings
+from tests.azurite import azurite
+from tests.clients import ApiClient, DirectClient, HttpClient
+
+REPO = Path(__file__).resolve().parent.parent
+AGENT_KEY, ADMIN_KEY = "dev-agent-key", "dev-admin-key"
+
+__all__ = ["azurite"]
+
+
+def make_settings(data_dir: Path, **overrides: object) -> Settings:
+    base = Settings(
+        data_dir=data_dir, profiles_dir=REPO / "profiles", callers_file=REPO / "callers.dev.json"
+    )
+    return Settings(**{**base.__dict__, **overrides})  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    built = bootstrap.build(make_settings(tmp_path / "data"))
+    bootstrap.install(built)
+    yield built
+    bootstrap.install(None)
+
+
+@pytest.fixture(scope="session")
+def http_server() -> Iterator[str]:
+    import function_app
+    from funchost import start_in_thread
+
+    server = start_in_thread(function_app.app, route_prefix="")
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(params=["direct", "http"])
+def client(request: pytest.FixtureRequest, services: Services) -> ApiClient:
+    """The API as an agent sees it, through each transport."""
+    if request.param == "direct":
+        return DirectClient(AGENT_KEY)
+    return HttpClient(request.getfixturevalue("http_server"), AGENT_KEY)
+
+
+@pytest.fixture
+def admin(client: ApiClient) -> ApiClient:
+    return client.as_key(ADMIN_KEY)
+
+
+def doc_url(path: str = "user/user_dynamic.json", tenant: str = "t1", user: str = "u1") -> str:
+    return f"/v1/tenants/{tenant}/users/{user}/documents/{path}"
+
+
+def dumps(value: object) -> bytes:
+    return json.dumps(value).encode()

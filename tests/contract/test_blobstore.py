@@ -1,0 +1,404 @@
+"""The BlobStore contract (memnet.ports.BlobStore; ARCHITECTURE.md 1, "Blob semantics
+everywhere"): one suite that the file store and the Azure store (on Azurite) both pass,
+then what only the file store promises, then the Azure SDK error mapping."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    HttpResponseError,
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+    ServiceRequestError,
+    ServiceResponseError,
+)
+
+from memnet.adapters.azure.blobstore import map_azure_errors
+from memnet.adapters.local.blobstore import FileBlobStore
+from memnet.ports import (
+    BlobNotFound,
+    BlobStore,
+    Condition,
+    PreconditionFailed,
+    StorageError,
+    StorageUnavailable,
+)
+
+STALE = '"0x0000000000000000"'
+
+
+def increment(store: BlobStore, name: str, times: int) -> None:
+    """Read-modify-write ``times`` increments of a decimal counter, retrying on 412."""
+    for _ in range(times):
+        while True:
+            blob = store.read(name)
+            try:
+                store.write(name, b"%d" % (int(blob.data) + 1), Condition.match(blob.etag))
+                break
+            except PreconditionFailed:
+                time.sleep(random.uniform(0, 0.002))
+
+
+# --- the contract, for every adapter ------------------------------------------------------
+
+
+def test_read_missing_blob_raises_blob_not_found(blob_store: BlobStore) -> None:
+    with pytest.raises(BlobNotFound):
+        blob_store.read("missing/doc.json")
+
+
+def test_read_returns_data_and_the_etag_the_write_returned(blob_store: BlobStore) -> None:
+    etag = blob_store.write("a/doc.json", b'{"v":1}', Condition.create_only())
+    blob = blob_store.read("a/doc.json")
+    assert (blob.name, blob.data, blob.etag) == ("a/doc.json", b'{"v":1}', etag)
+    assert etag.startswith('"0x')
+    assert etag.endswith('"')
+
+
+def test_second_create_only_write_raises_precondition_failed(blob_store: BlobStore) -> None:
+    blob_store.write("doc.json", b"first", Condition.create_only())
+    with pytest.raises(PreconditionFailed):
+        blob_store.write("doc.json", b"second", Condition.create_only())
+    assert blob_store.read("doc.json").data == b"first"
+
+
+def test_write_with_matching_etag_succeeds_and_changes_etag(blob_store: BlobStore) -> None:
+    first = blob_store.write("doc.json", b"1", Condition.create_only())
+    second = blob_store.write("doc.json", b"2", Condition.match(first))
+    assert second != first
+    assert blob_store.read("doc.json").data == b"2"
+
+
+def test_etag_changes_even_when_content_is_identical(blob_store: BlobStore) -> None:
+    first = blob_store.write("doc.json", b"same", Condition.create_only())
+    second = blob_store.write("doc.json", b"same", Condition.match(first))
+    assert second != first
+    assert blob_store.read("doc.json").etag == second
+
+
+def test_write_with_stale_etag_raises_precondition_failed(blob_store: BlobStore) -> None:
+    first = blob_store.write("doc.json", b"1", Condition.create_only())
+    blob_store.write("doc.json", b"2", Condition.match(first))
+    with pytest.raises(PreconditionFailed):
+        blob_store.write("doc.json", b"3", Condition.match(first))
+    assert blob_store.read("doc.json").data == b"2"
+
+
+def test_if_match_on_missing_blob_raises_precondition_failed(blob_store: BlobStore) -> None:
+    with pytest.raises(PreconditionFailed):
+        blob_store.write("doc.json", b"1", Condition.match(STALE))
+    with pytest.raises(BlobNotFound):
+        blob_store.read("doc.json")
+
+
+def test_unconditional_write_creates_and_overwrites(blob_store: BlobStore) -> None:
+    first = blob_store.write("doc.json", b"1", Condition.unconditional())
+    second = blob_store.write("doc.json", b"2", Condition.unconditional())
+    assert second != first
+    assert blob_store.read("doc.json").data == b"2"
+
+
+NAMES = [
+    "a.json",
+    "a-b.json",
+    "a0.json",
+    "a/b.json",
+    "a/bc.json",
+    "a/b/c.json",
+    "a/b/d/e.json",
+    "ab/x.json",
+    "b/x.json",
+]
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["", "a", "a/", "a/b", "a/b/", "a/bc", "ab", "b/x.json", "c", "a/b/d/e.json.x"],
+)
+def test_list_names_yields_names_with_prefix_in_lexical_order(
+    blob_store: BlobStore, prefix: str
+) -> None:
+    for name in reversed(NAMES):
+        blob_store.write(name, b"{}", Condition.create_only())
+    expected = sorted(name for name in NAMES if name.startswith(prefix))
+    assert list(blob_store.list_names(prefix)) == expected
+
+
+def test_partial_segment_prefix_matches_sibling_names(blob_store: BlobStore) -> None:
+    for name in ("a/b/c.json", "a/bc.json", "a/x.json"):
+        blob_store.write(name, b"{}", Condition.create_only())
+    assert list(blob_store.list_names("a/b")) == ["a/b/c.json", "a/bc.json"]
+
+
+def test_delete_then_read_raises_blob_not_found(blob_store: BlobStore) -> None:
+    etag = blob_store.write("a/b/doc.json", b"1", Condition.create_only())
+    blob_store.delete("a/b/doc.json", Condition.match(etag))
+    with pytest.raises(BlobNotFound):
+        blob_store.read("a/b/doc.json")
+    assert list(blob_store.list_names("")) == []
+
+
+def test_unconditional_delete_removes_blob(blob_store: BlobStore) -> None:
+    blob_store.write("doc.json", b"1", Condition.create_only())
+    blob_store.delete("doc.json")
+    with pytest.raises(BlobNotFound):
+        blob_store.read("doc.json")
+
+
+def test_delete_with_stale_etag_raises_precondition_failed(blob_store: BlobStore) -> None:
+    first = blob_store.write("doc.json", b"1", Condition.create_only())
+    blob_store.write("doc.json", b"2", Condition.match(first))
+    with pytest.raises(PreconditionFailed):
+        blob_store.delete("doc.json", Condition.match(first))
+    assert blob_store.read("doc.json").data == b"2"
+
+
+def test_delete_missing_blob_raises_blob_not_found(blob_store: BlobStore) -> None:
+    with pytest.raises(BlobNotFound):
+        blob_store.delete("missing.json")
+
+
+def test_delete_with_etag_of_missing_blob_raises_precondition_failed(
+    blob_store: BlobStore,
+) -> None:
+    with pytest.raises(PreconditionFailed):
+        blob_store.delete("missing.json", Condition.match(STALE))
+
+
+def test_delete_rejects_create_only_condition(blob_store: BlobStore) -> None:
+    with pytest.raises(ValueError, match="create-only"):
+        blob_store.delete("doc.json", Condition.create_only())
+
+
+def test_write_rejects_a_condition_that_is_both_if_match_and_create_only(
+    blob_store: BlobStore,
+) -> None:
+    etag = blob_store.write("doc.json", b"1", Condition.create_only())
+    with pytest.raises(ValueError, match="not both"):
+        blob_store.write("doc.json", b"2", Condition(etag=etag, absent=True))
+    assert blob_store.read("doc.json").etag == etag
+
+
+def test_write_after_delete_recreates_blob(blob_store: BlobStore) -> None:
+    blob_store.write("a/doc.json", b"1", Condition.create_only())
+    blob_store.delete("a/doc.json")
+    blob_store.write("a/doc.json", b"2", Condition.create_only())
+    assert blob_store.read("a/doc.json").data == b"2"
+
+
+@pytest.mark.parametrize("data", [b"", bytes(range(256)) * 64, b"\x00\r\n\xff\xfe"])
+def test_binary_content_round_trips_unchanged(blob_store: BlobStore, data: bytes) -> None:
+    blob_store.write("bin/blob.bin", data, Condition.create_only())
+    assert blob_store.read("bin/blob.bin").data == data
+
+
+def test_concurrent_read_modify_write_loses_no_update(blob_store: BlobStore) -> None:
+    threads, times = 16, 8
+    blob_store.write("counter", b"0", Condition.create_only())
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(increment, blob_store, "counter", times) for _ in range(threads)]
+        for future in futures:
+            future.result()
+    assert int(blob_store.read("counter").data) == threads * times
+
+
+def test_exactly_one_concurrent_create_only_write_wins(blob_store: BlobStore) -> None:
+    contenders = 16
+    barrier = threading.Barrier(contenders)
+
+    def create(i: int) -> str | None:
+        barrier.wait()
+        try:
+            return blob_store.write("winner.json", b"%d" % i, Condition.create_only())
+        except PreconditionFailed:
+            return None
+
+    with ThreadPoolExecutor(contenders) as pool:
+        results = list(pool.map(create, range(contenders)))
+    winners = [(i, etag) for i, etag in enumerate(results) if etag is not None]
+    assert len(winners) == 1
+    blob = blob_store.read("winner.json")
+    assert (blob.data, blob.etag) == (b"%d" % winners[0][0], winners[0][1])
+
+
+def test_describe_names_the_store_without_secrets(blob_store: BlobStore) -> None:
+    description = blob_store.describe()
+    assert description
+    assert "AccountKey" not in description
+    assert "Eby8" not in description
+
+
+# --- the file store ------------------------------------------------------------------------
+
+
+def test_file_store_keeps_content_verbatim_in_azure_layout(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path, container="memnet")
+    store.write("tenants/t1/doc.json", b'{"a": 1}\n', Condition.create_only())
+    assert (tmp_path / "memnet" / "tenants" / "t1" / "doc.json").read_bytes() == b'{"a": 1}\n'
+    assert store.describe() == f"local files at {tmp_path / 'memnet'}"
+
+
+def test_file_store_etags_look_like_azure(local_store: FileBlobStore) -> None:
+    etags = {local_store.write("doc.json", b"x", Condition.unconditional()) for _ in range(20)}
+    assert len(etags) == 20
+    assert all(re.fullmatch(r'"0x[0-9A-F]{16}"', etag) for etag in etags)
+
+
+def test_file_store_precondition_failure_carries_current_etag(
+    local_store: FileBlobStore,
+) -> None:
+    etag = local_store.write("doc.json", b"1", Condition.create_only())
+    with pytest.raises(PreconditionFailed) as caught:
+        local_store.write("doc.json", b"2", Condition.match(STALE))
+    assert caught.value.current_etag == etag
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "/etc/passwd", "../x", "a/../../x", "a/./b", "a//b", "a/", "a\\..\\b", "a\0b", ".."],
+)
+def test_file_store_rejects_names_escaping_the_root(local_store: FileBlobStore, name: str) -> None:
+    with pytest.raises(ValueError, match="invalid blob name"):
+        local_store.write(name, b"x", Condition.unconditional())
+    with pytest.raises(ValueError, match="invalid blob name"):
+        local_store.read(name)
+    with pytest.raises(ValueError, match="invalid blob name"):
+        local_store.delete(name)
+
+
+@pytest.mark.parametrize("prefix", ["../", "a/../../", "/etc/", "a//"])
+def test_file_store_rejects_prefixes_escaping_the_root(
+    local_store: FileBlobStore, prefix: str
+) -> None:
+    with pytest.raises(ValueError, match="invalid blob name"):
+        list(local_store.list_names(prefix))
+
+
+def test_file_store_delete_prunes_empty_directories(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path)
+    store.write("t/u/keep.json", b"1", Condition.create_only())
+    store.write("t/u/v/w/gone.json", b"1", Condition.create_only())
+    store.delete("t/u/v/w/gone.json")
+    assert not (tmp_path / "memnet" / "t" / "u" / "v").exists()
+    assert not (tmp_path / ".meta" / "memnet" / "t" / "u" / "v").exists()
+    assert (tmp_path / "memnet" / "t" / "u" / "keep.json").exists()
+
+
+def test_file_store_lists_no_temp_files(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path)
+    store.write("a/doc.json", b"1", Condition.create_only())
+    (tmp_path / "memnet" / "a" / ".memnet-tmp-0123456789abcdef").write_bytes(b"partial")
+    assert list(store.list_names("a/")) == ["a/doc.json"]
+
+
+def test_file_placed_by_hand_is_readable_and_conditionally_writable(tmp_path: Path) -> None:
+    (tmp_path / "memnet" / "a").mkdir(parents=True)
+    (tmp_path / "memnet" / "a" / "doc.json").write_bytes(b"by hand")
+    store = FileBlobStore(tmp_path)
+    blob = store.read("a/doc.json")
+    assert blob.data == b"by hand"
+    assert store.read("a/doc.json").etag == blob.etag
+    store.write("a/doc.json", b"by store", Condition.match(blob.etag))
+    assert store.read("a/doc.json").data == b"by store"
+
+
+def test_file_store_rejects_a_name_below_an_existing_blob(local_store: FileBlobStore) -> None:
+    local_store.write("a.json", b"1", Condition.create_only())
+    with pytest.raises(ValueError, match="clashes"):
+        local_store.write("a.json/b.json", b"2", Condition.create_only())
+    assert local_store.read("a.json").data == b"1"
+
+
+def _increment_in_process(root: str, times: int) -> None:
+    increment(FileBlobStore(Path(root)), "counter", times)
+
+
+def test_file_store_processes_lose_no_update(tmp_path: Path) -> None:
+    processes, times = 4, 25
+    FileBlobStore(tmp_path).write("counter", b"0", Condition.create_only())
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_increment_in_process, args=(str(tmp_path), times))
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    assert [worker.exitcode for worker in workers] == [0] * processes
+    assert int(FileBlobStore(tmp_path).read("counter").data) == processes * times
+
+
+# --- the Azure SDK error mapping --------------------------------------------------------------
+
+
+@dataclass
+class _Response:
+    """Just enough of an azure-core HTTP response to construct an HttpResponseError."""
+
+    status_code: int
+    reason: str = "reason"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return ""
+
+
+def _http_error(status: int, code: str | None = None) -> HttpResponseError:
+    headers = {"x-ms-error-code": code} if code else {}
+    return HttpResponseError("boom", response=_Response(status, headers=headers))  # type: ignore[arg-type]
+
+
+def _with_code(error: AzureError, code: str) -> AzureError:
+    error.error_code = code  # type: ignore[attr-defined]  # as the storage SDK sets it
+    return error
+
+
+SDK_ERRORS: list[tuple[Callable[[], AzureError], type[StorageError]]] = [
+    (lambda: ResourceNotFoundError("boom"), BlobNotFound),
+    (lambda: _with_code(ResourceNotFoundError("boom"), "BlobNotFound"), BlobNotFound),
+    (lambda: _http_error(404), BlobNotFound),
+    (lambda: ResourceModifiedError("boom"), PreconditionFailed),
+    (lambda: ResourceExistsError("boom"), PreconditionFailed),
+    (lambda: _http_error(412, "ConditionNotMet"), PreconditionFailed),
+    (lambda: _http_error(409, "BlobAlreadyExists"), PreconditionFailed),
+    (lambda: ServiceRequestError("boom"), StorageUnavailable),
+    (lambda: ServiceResponseError("boom"), StorageUnavailable),
+    (lambda: ClientAuthenticationError("boom"), StorageUnavailable),
+    (lambda: _http_error(500), StorageUnavailable),
+    (lambda: _http_error(503, "ServerBusy"), StorageUnavailable),
+    (lambda: _http_error(429), StorageUnavailable),
+    (lambda: _with_code(ResourceNotFoundError("boom"), "ContainerNotFound"), StorageUnavailable),
+    (lambda: _http_error(400, "InvalidBlobOrBlock"), StorageError),
+    (lambda: _http_error(409, "LeaseIdMissing"), StorageError),
+    (lambda: AzureError("boom"), StorageError),
+]
+
+
+@pytest.mark.parametrize(("make_error", "expected"), SDK_ERRORS)
+def test_every_azure_sdk_error_is_mapped_and_chained(
+    make_error: Callable[[], AzureError], expected: type[StorageError]
+) -> None:
+    error = make_error()
+    with pytest.raises(StorageError) as caught, map_azure_errors("doc.json"):
+        raise error
+    assert type(caught.value) is expected
+    assert caught.value.__cause__ is error
+
+
+def test_non_sdk_errors_pass_through_the_mapping_unchanged() -> None:
+    with pytest.raises(KeyError), map_azure_errors("doc.json"):
+        raise KeyError("not ours")

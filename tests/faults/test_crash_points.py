@@ -1,0 +1,130 @@
+"""Fault injection: the process dies between any two storage writes of a write request.
+
+A fresh-key PATCH makes four writes: claim the idempotency key, write the audit record,
+write the document, complete the key. For every crash point we restart the service over
+the same storage and check that nothing is lost or left unaccounted: the document still
+folds from its audit chain, a retry with the same key applies the change exactly once,
+and any audit record the crash stranded is an orphan that history ignores and the sweep
+removes (ARCHITECTURE.md, Audit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from memnet import bootstrap
+from memnet.adapters.local.blobstore import FileBlobStore
+from memnet.audit import fold
+from memnet.bootstrap import Services
+from memnet.ports import Blob, Condition
+from tests.api.test_documents import PREF, create, patch
+from tests.clients import DirectClient
+from tests.conftest import AGENT_KEY, doc_url, make_settings
+
+WRITES_PER_PATCH = 4
+
+
+class SimulatedCrash(BaseException):
+    """Not an Exception: nothing in the service may catch and tidy up after it."""
+
+
+class CrashingBlobStore:
+    """A real file store that dies just before its ``crash_before``-th write or delete."""
+
+    def __init__(self, inner: FileBlobStore, crash_before: int) -> None:
+        self.inner, self.crash_before, self.mutations = inner, crash_before, 0
+
+    def _tick(self) -> None:
+        self.mutations += 1
+        if self.mutations == self.crash_before:
+            raise SimulatedCrash(f"crash before mutation {self.mutations}")
+
+    def read(self, name: str) -> Blob:
+        return self.inner.read(name)
+
+    def write(self, name: str, data: bytes, condition: Condition) -> str:
+        self._tick()
+        return self.inner.write(name, data, condition)
+
+    def delete(self, name: str, condition: Condition = Condition()) -> None:
+        self._tick()
+        self.inner.delete(name, condition)
+
+    def list_names(self, prefix: str) -> Iterator[str]:
+        return self.inner.list_names(prefix)
+
+    def describe(self) -> str:
+        return "crashing " + self.inner.describe()
+
+
+def start(data: Path, crash_before: int = 0) -> Services:
+    settings = replace(make_settings(data), idempotency_lease_seconds=0)
+    store = FileBlobStore(data, settings.blob_container)
+    blobs = CrashingBlobStore(store, crash_before) if crash_before else store
+    services = bootstrap.build(settings, blobs=blobs)
+    bootstrap.install(services)
+    return services
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> Iterator[None]:
+    yield
+    bootstrap.install(None)
+
+
+def committed_history_matches_document(client: DirectClient) -> list[dict]:
+    current = client.request("GET", doc_url()).data
+    changes = client.request("GET", doc_url() + ":history").data["changes"]
+    assert fold(list(reversed(changes))) == current["document"]
+    return changes
+
+
+@pytest.mark.parametrize("crash_before", range(1, WRITES_PER_PATCH + 1))
+def test_crash_between_writes_of_a_patch_loses_nothing(tmp_path: Path, crash_before: int):
+    client = DirectClient(AGENT_KEY)
+    start(tmp_path)
+    tag = create(client).data["etag"]
+    start(tmp_path, crash_before)
+    ops = [{"op": "add", "path": PREF, "value": "exactly once"}]
+    with pytest.raises(SimulatedCrash):
+        patch(client, tag, ops, "retry-me")
+
+    services = start(tmp_path)  # the restarted process
+    committed_history_matches_document(client)
+    retried = patch(client, tag, ops, "retry-me")
+    assert retried.status == 200, retried.data
+    prefs = client.request("GET", doc_url()).data["document"]["content"]["preferences"]
+    assert prefs == ["Be brief.", "exactly once"]
+    assert len(committed_history_matches_document(client)) == 2
+    swept = services.documents.sweep_orphans("t1", "u1", timedelta(0))
+    assert len(swept) == (1 if crash_before == 3 else 0)  # audit written, document not
+    assert services.documents.sweep_orphans("t1", "u1", timedelta(0)) == []
+
+
+@pytest.mark.parametrize("crash_before", range(1, WRITES_PER_PATCH + 1))
+def test_crash_during_create_loses_nothing(tmp_path: Path, crash_before: int):
+    client = DirectClient(AGENT_KEY)
+    start(tmp_path, crash_before)
+    with pytest.raises(SimulatedCrash):
+        create(client)
+    start(tmp_path)
+    retried = create(client)
+    assert retried.status == 201, retried.data
+    assert len(committed_history_matches_document(client)) == 1
+
+
+def test_recent_orphans_are_kept_for_writes_still_in_flight(tmp_path: Path):
+    client = DirectClient(AGENT_KEY)
+    start(tmp_path)
+    tag = create(client).data["etag"]
+    start(tmp_path, crash_before=3)
+    with pytest.raises(SimulatedCrash):
+        patch(client, tag, [{"op": "add", "path": PREF, "value": "x"}], "k")
+    services = start(tmp_path)
+    assert services.documents.sweep_orphans("t1", "u1", timedelta(minutes=5)) == []
+    assert len(services.documents.sweep_orphans("t1", "u1", timedelta(0))) == 1
