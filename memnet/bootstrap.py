@@ -59,11 +59,16 @@ def blob_store(settings: Settings) -> BlobStore:
         from memnet.adapters.azure.blobstore import AzureBlobStore
 
         if settings.blob_connection_string:
-            return AzureBlobStore.from_connection_string(
+            store = AzureBlobStore.from_connection_string(
                 settings.blob_connection_string, settings.blob_container
             )
-        assert settings.blob_account_url is not None  # Settings.check guarantees one of them
-        return AzureBlobStore.from_account_url(settings.blob_account_url, settings.blob_container)
+        else:
+            assert settings.blob_account_url is not None  # Settings.check guarantees one
+            store = AzureBlobStore.from_account_url(
+                settings.blob_account_url, settings.blob_container
+            )
+        store.ensure_container()  # once per process, on first use; idempotent
+        return store
     from memnet.adapters.local.blobstore import FileBlobStore
 
     return FileBlobStore(settings.data_dir, settings.blob_container)

@@ -5,6 +5,7 @@ real HTTP through the local host."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,9 +30,19 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
     return Settings(**{**base.__dict__, **overrides})  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def services(tmp_path: Path) -> Iterator[Services]:
-    built = bootstrap.build(make_settings(tmp_path / "data"))
+@pytest.fixture(params=["local", "azurite"])
+def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
+    """The whole service on each storage backend: local files, or Azure Blob on Azurite."""
+    settings = make_settings(tmp_path / "data")
+    if request.param == "azurite":
+        server = request.getfixturevalue("azurite")
+        settings = make_settings(
+            tmp_path / "data",
+            storage="azure",
+            blob_connection_string=server.blob_connection_string,
+            blob_container=f"api-{uuid.uuid4().hex}",
+        )
+    built = bootstrap.build(settings)
     bootstrap.install(built)
     yield built
     bootstrap.install(None)

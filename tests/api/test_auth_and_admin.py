@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memnet.bootstrap import Services
 from tests.api.test_documents import create
 from tests.clients import ApiClient
 from tests.conftest import doc_url
@@ -134,8 +135,9 @@ def test_oversized_body_is_413(client: ApiClient):
     assert reply.status == 413 and reply.error_code == "PAYLOAD_TOO_LARGE"
 
 
-def test_health_needs_no_key_and_names_backends(client: ApiClient):
+def test_health_needs_no_key_and_names_backends(client: ApiClient, services: Services):
     reply = client.as_key(None).request("GET", "/v1/health")
     assert reply.status == 200
-    assert reply.data["storage"].startswith("local files at ")
+    expected = "azure blob container" if services.settings.storage == "azure" else "local files"
+    assert reply.data["storage"].startswith(expected)
     assert reply.data["profiles"] == ["project-copilot-v1"]

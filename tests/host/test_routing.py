@@ -140,7 +140,7 @@ def test_read_route_prefix(tmp_path: Path) -> None:
     host_json.write_text(json.dumps({"extensions": {"http": {"routePrefix": ""}}}))
     assert read_route_prefix(host_json) == ""
     host_json.write_text("{not json")
-    with pytest.raises(ValueError, match="host.json"):
+    with pytest.raises(ValueError, match=r"host\.json"):
         read_route_prefix(host_json)
 
 

@@ -35,5 +35,5 @@ def test_missing_file_is_fine(tmp_path: Path) -> None:
 def test_malformed_file_names_the_file(tmp_path: Path, text: str) -> None:
     settings = tmp_path / "local.settings.json"
     settings.write_text(text)
-    with pytest.raises(LocalSettingsError, match="local.settings.json"):
+    with pytest.raises(LocalSettingsError, match=r"local\.settings\.json"):
         load_local_settings(settings)

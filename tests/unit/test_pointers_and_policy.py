@@ -1,0 +1,114 @@
+"""JSON Pointer segment logic and the write policy, without I/O."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memnet import pointers
+from memnet.errors import BadRequest
+from memnet.identifiers import check_document_path, check_identifier
+from memnet.patching import parse_ops
+from memnet.policy import WriteIntent, plan_ops
+from memnet.registry import load_registry
+
+PROFILE = load_registry(Path(__file__).resolve().parents[2] / "profiles").get("project-copilot-v1")
+assert PROFILE is not None
+DYNAMIC = PROFILE.binding("user_dynamic")
+assert DYNAMIC is not None
+
+
+def plan(ops: list[dict], confidence: float | None = None, evidence: object = None):  # type: ignore[no-untyped-def]
+    intent = WriteIntent("agent", "2026-01-01T00:00:00Z", confidence, evidence)
+    return plan_ops(PROFILE, DYNAMIC, parse_ops(ops), intent)
+
+
+@pytest.mark.parametrize(
+    ("pointer", "segments"),
+    [
+        ("", ()),
+        ("/a/b", ("a", "b")),
+        ("/a~1b/c~0d", ("a/b", "c~d")),
+        ("/", ("",)),
+    ],
+)
+def test_pointer_parse_unescapes_segments(pointer: str, segments: tuple[str, ...]):
+    assert pointers.parse(pointer) == segments
+    assert pointers.render(segments) == pointer
+
+
+@pytest.mark.parametrize("bad", ["a", "/a~2", "/~"])
+def test_pointer_parse_rejects_bad_pointers(bad: str):
+    with pytest.raises(ValueError):
+        pointers.parse(bad)
+
+
+def test_is_within_compares_segments_not_strings():
+    assert pointers.is_within(("preferences", "3"), ("preferences",))
+    assert not pointers.is_within(("preferences_x",), ("preferences",))
+
+
+def test_pattern_wildcard_matches_one_segment():
+    assert pointers.matches_pattern(("f", "-", "credentials"), ("f", "*", "credentials"))
+    assert not pointers.matches_pattern(("f", "credentials"), ("f", "*", "credentials"))
+
+
+def test_escaped_slash_does_not_escape_the_allowlist():
+    planned = plan([{"op": "add", "path": "/content/preferences~1x", "value": "v"}])
+    assert [v.code for v in planned.violations] == ["PATH_NOT_WRITABLE"]
+
+
+def test_test_ops_may_read_anywhere():
+    planned = plan([{"op": "test", "path": "/doc_id", "value": "x"}])
+    assert planned.violations == [] and len(planned.ops) == 1
+
+
+def test_copy_from_denylisted_field_is_refused():
+    planned = plan(
+        [
+            {
+                "op": "copy",
+                "from": "/content/durable_facts/0/credentials",
+                "path": "/content/preferences/-",
+            }
+        ]
+    )
+    assert [v.code for v in planned.violations] == ["DENIED_PATH"]
+
+
+def test_replace_of_durable_fact_with_low_confidence_is_redirected():
+    planned = plan(
+        [{"op": "replace", "path": "/content/durable_facts/0", "value": {}}], 0.75, {"m": 1}
+    )
+    assert planned.ops[0].path == "/content/pending_confirmations/-"
+    assert planned.ops[0].value["op"] == "replace"
+
+
+@pytest.mark.parametrize("value", ["", ".", "..", "-a", "a/b", "a b", "é", "a" * 129, "a\x00"])
+def test_bad_identifiers_are_refused(value: str):
+    with pytest.raises(BadRequest):
+        check_identifier("tenant_id", value)
+
+
+@pytest.mark.parametrize("path", ["a.json", "p/q.json", "a.b-c_d.json"])
+def test_good_document_paths(path: str):
+    assert check_document_path(path) == path
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "a",
+        "../a.json",
+        "a/../b.json",
+        "/a.json",
+        "a//b.json",
+        "a\\b.json",
+        "a..b.json",
+        "x/" * 8 + "a.json",
+    ],
+)
+def test_bad_document_paths(path: str):
+    with pytest.raises(BadRequest):
+        check_document_path(path)

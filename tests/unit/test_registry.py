@@ -1,0 +1,88 @@
+"""Profiles are data, validated at load; a broken one stops startup naming file and field."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memnet.errors import ConfigError
+from memnet.registry import load_registry
+
+PROFILES = Path(__file__).resolve().parents[2] / "profiles"
+
+
+@pytest.fixture
+def profiles(tmp_path: Path) -> Path:
+    target = tmp_path / "profiles"
+    shutil.copytree(PROFILES, target)
+    return target
+
+
+def edit(directory: Path, change) -> None:  # type: ignore[no-untyped-def]
+    path = directory / "project-copilot-v1.json"
+    raw = json.loads(path.read_text())
+    change(raw)
+    path.write_text(json.dumps(raw))
+
+
+def test_shipped_profiles_load():
+    registry = load_registry(PROFILES)
+    assert registry.profile_ids() == ["project-copilot-v1"]
+
+
+def test_meta_schema_error_names_file_and_field(profiles: Path):
+    edit(profiles, lambda raw: raw["document_bindings"][1].update(max_chars="big"))
+    with pytest.raises(ConfigError) as caught:
+        load_registry(profiles)
+    assert caught.value.source.endswith("project-copilot-v1.json")
+    assert caught.value.field == "/document_bindings/1/max_chars"
+
+
+def test_dangling_schema_reference_stops_startup(profiles: Path):
+    edit(profiles, lambda raw: raw["document_bindings"][0].update(schema_version="9.9.9"))
+    with pytest.raises(ConfigError, match="not registered") as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/document_bindings/0/schema_id"
+
+
+def test_rules_for_unknown_binding_stop_startup(profiles: Path):
+    edit(profiles, lambda raw: raw["writable_path_rules"].update(ghost=["/x"]))
+    with pytest.raises(ConfigError) as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/writable_path_rules/ghost"
+
+
+def test_binding_with_both_path_and_template_is_refused(profiles: Path):
+    edit(profiles, lambda raw: raw["document_bindings"][2].update(path="p.json"))
+    with pytest.raises(ConfigError) as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/document_bindings/2"
+
+
+def test_initial_content_must_satisfy_its_schema(profiles: Path):
+    edit(profiles, lambda raw: raw["document_bindings"][1].update(initial_content={}))
+    with pytest.raises(ConfigError, match="does not satisfy") as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/document_bindings/1/initial_content"
+
+
+def test_invalid_json_schema_is_refused(profiles: Path):
+    (profiles / "schemas" / "memory.project" / "1.0.0.json").write_text('{"type": 5}')
+    with pytest.raises(ConfigError, match="invalid JSON Schema"):
+        load_registry(profiles)
+
+
+def test_unreadable_profile_file_is_refused(profiles: Path):
+    (profiles / "project-copilot-v1.json").write_text("{oops")
+    with pytest.raises(ConfigError, match="not readable JSON"):
+        load_registry(profiles)
+
+
+def test_profile_id_must_match_file_name(profiles: Path):
+    edit(profiles, lambda raw: raw.update(profile_id="other"))
+    with pytest.raises(ConfigError) as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/profile_id"
