@@ -88,6 +88,9 @@ class Unavailable(MemnetError):
     status = 503
     code = "DEPENDENCY_UNAVAILABLE"
 
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": "1"}
+
 
 class ConfigError(Exception):
     """A broken profile, schema, callers file or setting. Stops startup; names file and field."""

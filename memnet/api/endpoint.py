@@ -13,10 +13,14 @@ import time
 from collections.abc import Callable
 
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.errors import MemnetError
+from memnet.errors import MemnetError, Unavailable
+from memnet.ports import StorageUnavailable
 
 log = logging.getLogger("memnet.api")
 Handler = Callable[[ApiRequest, str], ApiResponse]
+
+
+_UNAVAILABLE = Unavailable("Storage is unavailable; retry with the same Idempotency-Key.")
 
 
 def new_request_id() -> str:
@@ -49,6 +53,9 @@ def endpoint(handler: Handler) -> Callable[[ApiRequest], ApiResponse]:
             response = handler(request, request_id)
         except MemnetError as error:
             response = error_response(error, request_id)
+        except StorageUnavailable:
+            log.warning("request_id=%s storage unavailable", request_id, exc_info=True)
+            response = error_response(_UNAVAILABLE, request_id)
         except Exception:
             log.exception("request_id=%s unhandled error", request_id)
             response = _internal(request_id)

@@ -21,7 +21,7 @@ from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.audit import fold
 from memnet.bootstrap import Services
-from memnet.ports import Blob, Condition
+from memnet.ports import Blob, Condition, StorageUnavailable
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, doc_url, make_settings
@@ -128,3 +128,27 @@ def test_recent_orphans_are_kept_for_writes_still_in_flight(tmp_path: Path):
     services = start(tmp_path)
     assert services.documents.sweep_orphans("t1", "u1", timedelta(minutes=5)) == []
     assert len(services.documents.sweep_orphans("t1", "u1", timedelta(0))) == 1
+
+
+class FlakyBlobStore(CrashingBlobStore):
+    """Storage that becomes unreachable for writes (a transient dependency failure)."""
+
+    def _tick(self) -> None:
+        self.mutations += 1
+        if self.mutations == self.crash_before:
+            raise StorageUnavailable("connection reset")
+
+
+def test_storage_outage_is_503_and_the_retry_with_the_same_key_succeeds(tmp_path: Path):
+    client = DirectClient(AGENT_KEY)
+    start(tmp_path)
+    tag = create(client).data["etag"]
+    settings = replace(make_settings(tmp_path), idempotency_lease_seconds=30)
+    flaky = FlakyBlobStore(FileBlobStore(tmp_path, settings.blob_container), crash_before=3)
+    bootstrap.install(bootstrap.build(settings, blobs=flaky))
+    ops = [{"op": "add", "path": PREF, "value": "after outage"}]
+    reply = patch(client, tag, ops, "k")
+    assert reply.status == 503 and reply.error_code == "DEPENDENCY_UNAVAILABLE"
+    assert reply.headers["retry-after"] == "1"
+    assert client.request("GET", doc_url()).data["etag"] == tag
+    assert patch(client, tag, ops, "k").status == 200
