@@ -12,6 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from memnet.errors import ConfigError
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
@@ -21,7 +23,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(hash_key(args.key))
         return 0
-    return _serve(args)
+    try:
+        return _serve(args)
+    except ConfigError as error:
+        print(f"mem.net cannot start: {error}", file=sys.stderr)
+        return 2
 
 
 def _parser() -> argparse.ArgumentParser:
