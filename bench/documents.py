@@ -11,17 +11,13 @@ BlobStore calls in-process; checks the targets; keeps raw JSON in bench/results/
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
-import tempfile
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from bench import report
@@ -29,15 +25,16 @@ from bench.harness import (
     REPO,
     Client,
     Op,
-    Reply,
+    create,
+    doc_url,
     machine,
+    patch,
     run_load,
     start_server,
     summarize,
     summarize_run,
-    time_calls,
 )
-from memnet.ports import BlobStore, Condition
+from bench.storage import open_backend, raw_latency, storage_calls, storage_ratio
 
 CONCURRENCY = (1, 8, 32)
 DOCS = 64
@@ -45,26 +42,11 @@ PADDING = "p" * 100  # six of these make a ~1 KB document
 RESULTS = REPO / "bench" / "results"
 
 
-def doc_url(user: str, namespace: str = "user", path: str = "user_dynamic.json") -> str:
-    return f"/v1/tenants/bench/users/{user}/documents/{namespace}/{path}"
-
-
-def patch(client: Client, url: str, ops: list[dict[str, Any]], etag: str | None) -> Reply:
-    condition = {"If-Match": etag} if etag else {"If-None-Match": "*"}
-    headers = {**condition, "Idempotency-Key": uuid.uuid4().hex}
-    return client.request("PATCH", url, {"ops": ops}, headers)
-
-
-def create(client: Client, url: str, ops: list[dict[str, Any]]) -> str:
-    reply = patch(client, url, ops, None)
-    if reply.status != 201 or reply.etag is None:
-        raise RuntimeError(f"create {url}: {reply.status} {reply.body[:300]!r}")
-    return reply.etag
-
-
 def seed_ops(tag: str) -> list[dict[str, Any]]:
-    return [{"op": "add", "path": "/content/preferences/-", "value": f"{tag}-{i}-{PADDING}"}
-            for i in range(6)]
+    return [
+        {"op": "add", "path": "/content/preferences/-", "value": f"{tag}-{i}-{PADDING}"}
+        for i in range(6)
+    ]
 
 
 # -- workloads over HTTP -------------------------------------------------------------------
@@ -124,7 +106,11 @@ def http_workloads(port: int, requests: int, cap: float) -> dict[str, list[dict[
     for clients in CONCURRENCY:
         docs = [(doc_url(f"patch-c{clients}-{i}"), "") for i in range(clients)]
         docs = [(url, create(setup, url, seed_ops(f"p{i}"))) for url, _ in docs]
-        loads = {"health": health_op(port), "get": get_op(port, urls), "patch": patch_op(port, docs)}
+        loads = {
+            "health": health_op(port),
+            "get": get_op(port, urls),
+            "patch": patch_op(port, docs),
+        }
         for name, make in loads.items():
             stats = summarize_run(run_load(clients, requests, cap, make))
             out[name].append({"clients": clients, **stats})
@@ -146,8 +132,9 @@ class Writer:
     errors: int = 0
 
 
-def write_until_landed(client: Client, url: str, item: str, etag: str, me: Writer,
-                       deadline: float) -> str:
+def write_until_landed(
+    client: Client, url: str, item: str, etag: str, me: Writer, deadline: float
+) -> str:
     """PATCH one item with If-Match; on 412 take the latest ETag and try again."""
     ops = [{"op": "add", "path": "/content/recent_notes/-", "value": item}]
     started = time.perf_counter()
@@ -193,10 +180,14 @@ def hot_round(port: int, writers: int, total: int, cap: float) -> dict[str, Any]
     elapsed = time.perf_counter() - started
     landed = [pair for w in seen for pair in w.landed]
     stats = summarize([ms for w in seen for ms in w.latencies_ms], elapsed)
-    counts = {"writers": writers, "planned": total, "successes": len(landed),
-              "attempts": sum(w.attempts for w in seen),
-              "conflicts_412": sum(w.conflicts for w in seen),
-              "errors": sum(w.errors for w in seen)}
+    counts = {
+        "writers": writers,
+        "planned": total,
+        "successes": len(landed),
+        "attempts": sum(w.attempts for w in seen),
+        "conflicts_412": sum(w.conflicts for w in seen),
+        "errors": sum(w.errors for w in seen),
+    }
     return {**counts, **stats, **verify_hot(Client(port), url, landed)}
 
 
@@ -216,5 +207,74 @@ def verify_hot(client: Client, url: str, landed: list[tuple[str, str]]) -> dict[
         "winning_etags_in_history": won == {c["post_etag"] for c in changes},
         "history_complete": not history["truncated"],
     }
-    return {"items": len(notes), "distinct_pre_etags": len(set(pre_etags)),
-            "checks": checks, "verified": all(checks.values())}
+    return {
+        "items": len(notes),
+        "distinct_pre_etags": len(set(pre_etags)),
+        "checks": checks,
+        "verified": all(checks.values()),
+    }
+
+
+# -- per backend, main ------------------------------------------------------------------
+
+
+def bench_backend(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    print(f"[{name}]", flush=True)
+    with open_backend(name) as backend:
+        server = start_server(backend.server_env)
+        try:
+            result: dict[str, Any] = {"backend": name}
+            result.update(http_workloads(server.port, args.requests, args.time_cap))
+            result["hot"] = [
+                hot_round(server.port, w, args.hot_writes, args.time_cap) for w in CONCURRENCY
+            ]
+        finally:
+            server.stop()
+        for hot in result["hot"]:
+            print(f"  hot    w={hot['writers']:<2} " + report.brief(hot), flush=True)
+        result["raw"] = raw_latency(backend.raw_store, args.raw_calls)
+        result["storage_calls"] = storage_calls(backend.raw_store)
+    result["storage_ratio"] = storage_ratio(result)
+    return result
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.documents",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--backend", choices=("local", "azurite", "all"), default="all")
+    parser.add_argument("--requests", type=int, default=1000, help="per workload and level")
+    parser.add_argument("--time-cap", type=float, default=10.0, help="seconds per workload")
+    parser.add_argument("--hot-writes", type=int, default=48, help="per hot round (<= 59)")
+    parser.add_argument("--raw-calls", type=int, default=300, help="per raw adapter call")
+    parser.add_argument("--write-docs", action="store_true", help="write docs/performance.md")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    names = ["local", "azurite"] if args.backend == "all" else [args.backend]
+    started = datetime.now(UTC)
+    results: dict[str, Any] = {
+        "date": started.isoformat(timespec="seconds"),
+        "machine": machine(),
+        "command": " ".join([".venv/bin/python -m bench.documents", *(argv or sys.argv[1:])]),
+        "settings": {k: v for k, v in vars(args).items() if k != "write_docs"},
+        "backends": [bench_backend(name, args) for name in names],
+    }
+    results["targets"] = report.targets(results["backends"])
+    results["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)
+    print(report.targets_text(results["targets"]))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"documents-{started:%Y%m%dT%H%M%SZ}.json"
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"raw results: {out.relative_to(REPO)}")
+    if args.write_docs:
+        print(f"wrote {report.write_markdown(results, REPO / 'docs' / 'performance.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

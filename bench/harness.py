@@ -16,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,26 @@ class Client:
             self._conn = None
 
 
+# -- the memnet document API ------------------------------------------------------------
+
+
+def doc_url(user: str, namespace: str = "user", path: str = "user_dynamic.json") -> str:
+    return f"/v1/tenants/bench/users/{user}/documents/{namespace}/{path}"
+
+
+def patch(client: Client, url: str, ops: list[dict[str, Any]], etag: str | None) -> Reply:
+    condition = {"If-Match": etag} if etag else {"If-None-Match": "*"}
+    headers = {**condition, "Idempotency-Key": uuid.uuid4().hex}
+    return client.request("PATCH", url, {"ops": ops}, headers)
+
+
+def create(client: Client, url: str, ops: list[dict[str, Any]]) -> str:
+    reply = patch(client, url, ops, None)
+    if reply.status != 201 or reply.etag is None:
+        raise RuntimeError(f"create {url}: {reply.status} {reply.body[:300]!r}")
+    return reply.etag
+
+
 # -- load loop and statistics --------------------------------------------------------------
 
 Op = Callable[[], bool]  # one request; True when it got the expected answer
@@ -157,8 +178,9 @@ class Run:
     capped: bool = False
 
 
-def run_load(clients: int, requests: int, time_cap_s: float, make_op: Callable[[int], Op],
-             warmup: int = 3) -> Run:
+def run_load(
+    clients: int, requests: int, time_cap_s: float, make_op: Callable[[int], Op], warmup: int = 3
+) -> Run:
     """``clients`` threads share ``requests`` tickets (after ``warmup`` untimed ops each)
     and stop early at ``time_cap_s``."""
     run, lock = Run(), threading.Lock()
@@ -243,8 +265,9 @@ def machine() -> dict[str, Any]:
         "cpu_model": _first_value(Path("/proc/cpuinfo"), "model name") or platform.processor(),
         "logical_cpus": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)),
-        "memory_gib": round(int((_first_value(Path("/proc/meminfo"), "MemTotal") or "0 kB")
-                                .split()[0]) / 1024**2, 1),
+        "memory_gib": round(
+            int((_first_value(Path("/proc/meminfo"), "MemTotal") or "0 kB").split()[0]) / 1024**2, 1
+        ),
         "os": _os_name(),
         "kernel": platform.release(),
         "python": platform.python_version(),

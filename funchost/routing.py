@@ -103,7 +103,8 @@ def match_segments(template: Sequence[Segment], parts: Sequence[str]) -> dict[st
 
 def _segment_matches(segment: Segment, part: str) -> bool:
     if segment.kind is SegmentKind.LITERAL:
-        return unquote(part).casefold() == segment.value.casefold()
+        text = unquote(part) if "%" in part else part
+        return text.casefold() == segment.value.casefold()
     return part != ""
 
 
@@ -122,25 +123,21 @@ class Router:
 
     def __init__(self, routes: Sequence[HttpRoute], prefix: str = DEFAULT_ROUTE_PREFIX) -> None:
         prefix = prefix.strip("/")
-        self._routes = [
+        compiled = [
             _Compiled(r, parse_template(f"{prefix}/{r.route}" if prefix else r.route))
             for r in routes
         ]
+        self._routes = sorted(compiled, key=lambda c: c.rank)  # best match first
 
     def resolve(self, method: str, path: str) -> Resolution:
-        parts = split_path(path)
-        candidates: list[tuple[_Compiled, dict[str, str]]] = []
-        for compiled in self._routes:
-            params = match_segments(compiled.segments, parts)
-            if params is not None:
-                candidates.append((compiled, params))
-        method = method.upper()
-        fitting = [c for c in candidates if method in c[0].route.methods]
-        if fitting:
-            best, params = min(fitting, key=lambda c: c[0].rank)
-            return Resolution(best.route, params)
-        allowed = sorted({m for c, _ in candidates for m in c.route.methods})
-        return Resolution(allowed=tuple(allowed))
+        parts, method = split_path(path), method.upper()
+        for compiled in self._routes:  # sorted by rank: the first fitting match wins
+            if method in compiled.route.methods:
+                params = match_segments(compiled.segments, parts)
+                if params is not None:
+                    return Resolution(compiled.route, params)
+        matching = [c for c in self._routes if match_segments(c.segments, parts) is not None]
+        return Resolution(allowed=tuple(sorted({m for c in matching for m in c.route.methods})))
 
 
 def new_request_id() -> str:

@@ -19,9 +19,9 @@ from memnet.ports import BlobStore
 from tests.azurite import Azurite  # the ``azurite`` fixture is registered by tests/conftest.py
 
 
-@pytest.fixture
-def local_store(tmp_path: Path) -> FileBlobStore:
-    return FileBlobStore(tmp_path / "data")
+@pytest.fixture(params=["xattr", "sidecar"])
+def local_store(request: pytest.FixtureRequest, tmp_path: Path) -> FileBlobStore:
+    return FileBlobStore(tmp_path / "data", etags=request.param)
 
 
 @pytest.fixture(params=["local", pytest.param("azure", marks=pytest.mark.azurite)])
