@@ -18,6 +18,8 @@ from memnet.errors import ConfigError
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    # The Azure SDK logs every HTTP call's headers at INFO: noise, and slow on a hot path.
+    logging.getLogger("azure").setLevel(logging.WARNING)
     if args.command == "hash-key":
         from memnet.adapters.local.apikeys import hash_key
 

@@ -12,7 +12,6 @@ the two writes) is an orphan: never shown as history, removed by
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import json
 import secrets
@@ -44,11 +43,10 @@ def ops_sha256(ops: list[dict[str, Any]]) -> str:
 def apply_change(document: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
     """The document after ``record``; the service and history folding both use this."""
     base = record.get("base")
-    result = copy.deepcopy(document) if document is not None else {}
+    result = document if document is not None else {}
     if base is not None:
-        created = result.get("created_at", record["timestamp"])
-        result = {**copy.deepcopy(base), "created_at": created}
-    result = apply_ops(result, parse_ops(record["ops"]))
+        result = {**base, "created_at": result.get("created_at", record["timestamp"])}
+    result = apply_ops(result, parse_ops(record["ops"]))  # works on a deep copy
     result.update(
         updated_at=record["timestamp"], updated_by=record["actor"], change_id=record["change_id"]
     )

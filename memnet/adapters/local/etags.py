@@ -177,13 +177,19 @@ def _create_temp(directory: str) -> tuple[int, str]:
     for _ in range(_DIRECTORY_RETRIES):
         temp = os.path.join(directory, f"{TEMP_PREFIX}{secrets.token_hex(8)}")
         try:
-            os.makedirs(directory, exist_ok=True)
             return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), temp
         except FileNotFoundError:
-            continue
+            _make_directory(directory)
         except (NotADirectoryError, FileExistsError) as exc:
             raise ValueError(f"{directory} clashes with an existing blob name") from exc
     raise OSError(f"could not create a file in {directory}")
+
+
+def _make_directory(directory: str) -> None:
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except (NotADirectoryError, FileExistsError) as exc:
+        raise ValueError(f"{directory} clashes with an existing blob name") from exc
 
 
 def unlink(path: str) -> None:
