@@ -75,6 +75,11 @@ class BlobStore(Protocol):
         """Return the blob or raise :class:`BlobNotFound`."""
         ...
 
+    def read_if_changed(self, name: str, etag: str) -> Blob | None:
+        """Like :meth:`read`, but None when the blob still has ``etag`` (If-None-Match):
+        lets callers cache what they derive from a blob without re-reading it."""
+        ...
+
     def write(self, name: str, data: bytes, condition: Condition) -> str:
         """Write the blob if ``condition`` holds and return its new ETag.
 

@@ -402,3 +402,16 @@ def test_every_azure_sdk_error_is_mapped_and_chained(
 def test_non_sdk_errors_pass_through_the_mapping_unchanged() -> None:
     with pytest.raises(KeyError), map_azure_errors("doc.json"):
         raise KeyError("not ours")
+
+
+def test_read_if_changed_skips_an_unchanged_blob(blob_store: BlobStore) -> None:
+    etag = blob_store.write("doc.json", b"v1", Condition.create_only())
+    assert blob_store.read_if_changed("doc.json", etag) is None
+    newer = blob_store.write("doc.json", b"v2", Condition.match(etag))
+    changed = blob_store.read_if_changed("doc.json", etag)
+    assert changed is not None and (changed.data, changed.etag) == (b"v2", newer)
+
+
+def test_read_if_changed_on_a_missing_blob_raises_not_found(blob_store: BlobStore) -> None:
+    with pytest.raises(BlobNotFound):
+        blob_store.read_if_changed("missing.json", STALE)

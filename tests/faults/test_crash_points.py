@@ -47,6 +47,9 @@ class CrashingBlobStore:
     def read(self, name: str) -> Blob:
         return self.inner.read(name)
 
+    def read_if_changed(self, name: str, etag: str) -> Blob | None:
+        return self.inner.read_if_changed(name, etag)
+
     def write(self, name: str, data: bytes, condition: Condition) -> str:
         self._tick()
         return self.inner.write(name, data, condition)

@@ -26,6 +26,7 @@ from azure.core.exceptions import (
     ResourceExistsError,
     ResourceModifiedError,
     ResourceNotFoundError,
+    ResourceNotModifiedError,
     ServiceRequestError,
     ServiceResponseError,
 )
@@ -46,6 +47,21 @@ if TYPE_CHECKING:
     Credential = str | AzureNamedKeyCredential | AzureSasCredential | TokenCredential
 
 ContainerFactory = Callable[[], ContainerClient]
+
+
+class NotModified(Exception):
+    """Internal: a conditional read found the blob unchanged."""
+
+
+@contextmanager
+def _not_modified() -> Iterator[None]:
+    """On a GET with If-None-Match, the SDK reports an unchanged blob as 304
+    (ResourceNotModifiedError) or, as Azurite answers, as ConditionNotMet."""
+    try:
+        yield
+    except (ResourceNotModifiedError, ResourceModifiedError) as e:
+        raise NotModified() from e
+
 
 # Errors that say the container, not the blob, is unusable: a deployment problem (503).
 _CONTAINER_CODES = frozenset({"ContainerNotFound", "ContainerBeingDeleted", "ContainerDisabled"})
@@ -91,6 +107,18 @@ class AzureBlobStore:
         with map_azure_errors(name):
             downloader = self._container.download_blob(name)
             data = downloader.readall()
+        return Blob(name=name, data=data, etag=str(downloader.properties.etag))
+
+    def read_if_changed(self, name: str, etag: str) -> Blob | None:
+        """None if the blob still has ``etag`` (the service answers 304); else as read."""
+        try:
+            with map_azure_errors(name), _not_modified():
+                downloader = self._container.download_blob(
+                    name, etag=etag, match_condition=MatchConditions.IfModified
+                )
+                data = downloader.readall()
+        except NotModified:
+            return None
         return Blob(name=name, data=data, etag=str(downloader.properties.etag))
 
     def write(self, name: str, data: bytes, condition: Condition) -> str:

@@ -84,6 +84,16 @@ class FileBlobStore:
             raise BlobNotFound(name)
         return Blob(name=name, data=found[0], etag=found[1])
 
+    def read_if_changed(self, name: str, etag: str) -> Blob | None:
+        """None if the blob still has ``etag``; else as :meth:`read`."""
+        path = self._path(name)
+        if self.etags.needs_read_lock:
+            with self._locked(name, fcntl.LOCK_SH):
+                current = self.etags.current(path)
+        else:
+            current = self.etags.current(path)
+        return None if current == etag else self.read(name)
+
     def write(self, name: str, data: bytes, condition: Condition) -> str:
         """Write if ``condition`` holds (else :class:`PreconditionFailed`); a fresh ETag."""
         path = self._path(name)
