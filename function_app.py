@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import azure.functions as func
 
-from memnet.api import documents, health
+from memnet.api import context, documents, health
 from memnet.api.http import ApiRequest, ApiResponse
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
@@ -48,3 +48,9 @@ def patch_document(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route=DOCUMENT_ROUTE, methods=["PUT"])
 def put_document(req: func.HttpRequest) -> func.HttpResponse:
     return _call(documents.put_document, req)
+
+
+@app.route(route="v1/tenants/{tenant_id}/users/{user_id}/context:assemble", methods=["POST"])
+def assemble_context(req: func.HttpRequest) -> func.HttpResponse:
+    """The memory to inject at conversation start (spec 10.4, 11)."""
+    return _call(context.assemble_context, req)

@@ -13,11 +13,13 @@ from datetime import timedelta
 from memnet.audit import AuditLog
 from memnet.auth import Authenticator
 from memnet.clock import SystemClock
+from memnet.context import ContextService
 from memnet.documents import DocumentService
 from memnet.idempotency import IdempotencyStore
 from memnet.ports import BlobStore, Clock
 from memnet.registry import ProfileRegistry, load_registry
 from memnet.settings import Settings
+from memnet.similarity import LexicalSimilarity, Similarity
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Services:
     authenticator: Authenticator
     documents: DocumentService
     audit: AuditLog
+    context: ContextService
 
 
 def build(
@@ -36,6 +39,7 @@ def build(
     blobs: BlobStore | None = None,
     authenticator: Authenticator | None = None,
     clock: Clock | None = None,
+    similarity: Similarity | None = None,
 ) -> Services:
     """Wire everything; ``blobs``/``authenticator``/``clock`` override the configured ones."""
     clock = clock or SystemClock()
@@ -49,9 +53,9 @@ def build(
         timedelta(seconds=settings.idempotency_lease_seconds),
     )
     documents = DocumentService(blobs, registry, audit, idempotency, clock)
-    return Services(
-        settings, blobs, registry, authenticator or _authenticator(settings), documents, audit
-    )
+    context = ContextService(blobs, registry, similarity or LexicalSimilarity())
+    auth = authenticator or _authenticator(settings)
+    return Services(settings, blobs, registry, auth, documents, audit, context)
 
 
 def blob_store(settings: Settings) -> BlobStore:

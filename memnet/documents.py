@@ -19,7 +19,7 @@ from memnet.audit import AuditLog, apply_change, change_time, fold, ops_sha256
 from memnet.auth import Caller
 from memnet.clock import iso
 from memnet.envelope import serialise
-from memnet.errors import BadRequest, NotFound, PreconditionFailed, Unprocessable
+from memnet.errors import NotFound, PreconditionFailed, Unprocessable
 from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
 from memnet.layout import DocumentRef, audit_name, user_prefix
 from memnet.patching import Op
@@ -109,21 +109,13 @@ class DocumentService:
         self, caller: Caller, ref: DocumentRef, profile_id: str | None, binding_id: str | None
     ) -> tuple[Profile, Binding]:
         """The profile the caller may use and the binding that covers ``ref``."""
-        profile_id = profile_id or caller.default_profile(self._registry.profile_ids())
-        if profile_id is None:
-            raise BadRequest(
-                "Name the profile_id: the caller may use several.", code="PROFILE_REQUIRED"
-            )
-        caller.require_profile(profile_id)
-        profile = self._registry.get(profile_id)
-        if profile is None:
-            raise NotFound(f"Unknown profile {profile_id!r}.", code="PROFILE_NOT_FOUND")
+        profile = self._registry.for_caller(caller, profile_id)
         found = profile.resolve(ref.namespace, ref.path)
         if found is None:
             raise NotFound(
                 "No binding of this profile covers this document.",
                 code="BINDING_NOT_FOUND",
-                profile_id=profile_id,
+                profile_id=profile.profile_id,
             )
         if binding_id is not None and binding_id != found[0].binding_id:
             raise Unprocessable(

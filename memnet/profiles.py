@@ -35,6 +35,19 @@ class Binding:
     path_template: str | None = None
     array_limits: Mapping[Segments, int] = field(default_factory=dict)
     initial_content: Mapping[str, Any] = field(default_factory=dict)
+    in_context: bool = True
+
+    def path_for(self, variables: Mapping[str, str]) -> str | None:
+        """The concrete path: fixed, or the template filled from ``variables``."""
+        if self.path is not None:
+            return self.path
+        names = _TEMPLATE_VAR.findall(self.path_template or "")
+        if not all(name in variables for name in names):
+            return None
+        return _TEMPLATE_VAR.sub(lambda m: variables[m.group(1)], self.path_template or "")
+
+    def uses_variable(self, name: str) -> bool:
+        return name in _TEMPLATE_VAR.findall(self.path_template or "")
 
     def match(self, namespace: str, path: str) -> dict[str, str] | None:
         """Return the template variables if this binding covers ``namespace/path``."""
@@ -76,6 +89,25 @@ class ConfidenceRules:
 
 
 @dataclass(frozen=True)
+class RoutingRules:
+    """Where the routing index lives and how confident routing must be (spec 11)."""
+
+    index_binding: str
+    index_pointer: Segments
+    project_variable: str
+    min_confidence: float = 0.3
+    semantic_pointers: tuple[Segments, ...] = ()
+    max_semantic_candidates: int = 5
+
+
+@dataclass(frozen=True)
+class ContextRules:
+    default_max_docs: int = 8
+    default_max_chars_total: int = 60_000
+    routing: RoutingRules | None = None
+
+
+@dataclass(frozen=True)
 class Profile:
     profile_id: str
     bindings: tuple[Binding, ...]
@@ -84,6 +116,7 @@ class Profile:
     max_ops_per_patch: int
     confidence: ConfidenceRules
     raw: Mapping[str, Any]
+    context: ContextRules = ContextRules()
 
     def binding(self, binding_id: str) -> Binding | None:
         return next((b for b in self.bindings if b.binding_id == binding_id), None)
@@ -107,6 +140,7 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
         max_ops_per_patch=raw.get("patch_rules", {}).get("max_ops_per_patch", DEFAULT_MAX_OPS),
         confidence=_build_confidence(raw.get("confidence_rules", {})),
         raw=raw,
+        context=_build_context(raw.get("context_rules", {})),
     )
 
 
@@ -118,6 +152,24 @@ def _build_binding(raw: Mapping[str, Any]) -> Binding:
 
 def _pointer_map(raw: Mapping[str, list[str]]) -> dict[str, tuple[Segments, ...]]:
     return {binding: tuple(pointers.parse(p) for p in ptrs) for binding, ptrs in raw.items()}
+
+
+def _build_context(raw: Mapping[str, Any]) -> ContextRules:
+    routing = raw.get("routing")
+    return ContextRules(
+        default_max_docs=raw.get("default_max_docs", 8),
+        default_max_chars_total=raw.get("default_max_chars_total", 60_000),
+        routing=None
+        if routing is None
+        else RoutingRules(
+            index_binding=routing["index_binding"],
+            index_pointer=pointers.parse(routing["index_pointer"]),
+            project_variable=routing["project_variable"],
+            min_confidence=routing.get("min_confidence", 0.3),
+            semantic_pointers=tuple(map(pointers.parse, routing.get("semantic_pointers", []))),
+            max_semantic_candidates=routing.get("max_semantic_candidates", 5),
+        ),
+    )
 
 
 def _build_confidence(raw: Mapping[str, Any]) -> ConfidenceRules:

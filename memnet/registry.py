@@ -20,8 +20,9 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from memnet.auth import Caller
 from memnet.envelope import envelope_schema
-from memnet.errors import ConfigError
+from memnet.errors import BadRequest, ConfigError, NotFound
 from memnet.profiles import Binding, Profile, build_profile
 
 SchemaKey = tuple[str, str]
@@ -60,6 +61,19 @@ class ProfileRegistry:
 
     def profile_ids(self) -> list[str]:
         return sorted(self._profiles)
+
+    def for_caller(self, caller: Caller, profile_id: str | None) -> Profile:
+        """The profile this caller asked for (or its only one), if it may use it."""
+        profile_id = profile_id or caller.default_profile(self.profile_ids())
+        if profile_id is None:
+            raise BadRequest(
+                "Name the profile_id: the caller may use several.", code="PROFILE_REQUIRED"
+            )
+        caller.require_profile(profile_id)
+        profile = self.get(profile_id)
+        if profile is None:
+            raise NotFound(f"Unknown profile {profile_id!r}.", code="PROFILE_NOT_FOUND")
+        return profile
 
     def validator(self, binding: Binding) -> Draft202012Validator:
         return self._validators[(binding.schema_id, binding.schema_version)]
@@ -126,6 +140,23 @@ def _check_references(raw: Mapping[str, Any], schemas: Mapping[SchemaKey, Any], 
     confidence = raw.get("confidence_rules", {})
     for rules in ("durable_sections", "pending_sections"):
         _check_binding_keys(confidence.get(rules, {}), ids, f"/confidence_rules/{rules}", src)
+    _check_routing(raw, src)
+
+
+def _check_routing(raw: Mapping[str, Any], src: str) -> None:
+    routing = raw.get("context_rules", {}).get("routing")
+    if routing is None:
+        return
+    fixed = {b["binding_id"] for b in raw["document_bindings"] if "path" in b}
+    if routing["index_binding"] not in fixed:
+        raise ConfigError(
+            src, "/context_rules/routing/index_binding", "must name a binding with a fixed path"
+        )
+    variable = "{" + routing["project_variable"] + "}"
+    if not any(variable in b.get("path_template", "") for b in raw["document_bindings"]):
+        raise ConfigError(
+            src, "/context_rules/routing/project_variable", "appears in no binding's path_template"
+        )
 
 
 def _check_binding_keys(rules: Mapping[str, Any], ids: list[str], where: str, src: str) -> None:

@@ -1,0 +1,105 @@
+"""Semantic disambiguation between candidate projects (spec 11, step 3), behind a small
+port so that an embedding model can replace the lexical default.
+
+:class:`LexicalSimilarity` scores a hint against each candidate's text by TF-IDF cosine,
+with IDF taken over the candidates themselves: words every candidate shares count for
+nothing, words only one candidate has count most. Pure, offline, deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from memnet.routing import tokens
+
+STOP_WORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "help",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "need",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "their",
+        "this",
+        "to",
+        "up",
+        "us",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
+class Similarity(Protocol):
+    def scores(self, hint: str, candidates: Mapping[str, str]) -> dict[str, float]:
+        """A score in [0, 1] per candidate id: how well its text fits the hint."""
+        ...
+
+
+def _terms(text: str) -> list[str]:
+    return [_stem(t) for t in tokens(text) if t not in STOP_WORDS]
+
+
+def _stem(word: str) -> str:
+    """A deliberately tiny stemmer: plural and -ing/-ed endings only."""
+    for suffix in ("ing", "ies", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+class LexicalSimilarity:
+    def scores(self, hint: str, candidates: Mapping[str, str]) -> dict[str, float]:
+        bags = {cid: Counter(_terms(text)) for cid, text in candidates.items()}
+        idf = _idf(bags.values())
+        query = _weights(Counter(_terms(hint)), idf)
+        return {cid: _cosine(query, _weights(bag, idf)) for cid, bag in bags.items()}
+
+
+def _idf(bags: Iterable[Counter[str]]) -> dict[str, float]:
+    documents = list(bags)
+    frequency: Counter[str] = Counter(term for bag in documents for term in bag)
+    return {t: math.log(1 + len(documents) / df) - math.log(2) for t, df in frequency.items()}
+
+
+def _weights(bag: Counter[str], idf: Mapping[str, float]) -> dict[str, float]:
+    return {t: (1 + math.log(n)) * idf[t] for t, n in bag.items() if idf.get(t, 0) > 0}
+
+
+def _cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+    dot = sum(w * b.get(t, 0.0) for t, w in a.items())
+    norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
+    return dot / norm if norm else 0.0
