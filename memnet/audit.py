@@ -85,8 +85,14 @@ class AuditLog:
         self._blobs = blobs
 
     def write(self, ref: DocumentRef, record: dict[str, Any]) -> None:
+        """Create-only; a retried create that finds its own identical record is fine."""
+        name = ref.audit_name(record["change_id"])
         data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
-        self._blobs.write(ref.audit_name(record["change_id"]), data, Condition.create_only())
+        try:
+            self._blobs.write(name, data, Condition.create_only())
+        except PreconditionFailed:
+            if self._blobs.read(name).data != data:
+                raise
 
     def read(self, tenant_id: str, user_id: str, change_id: str) -> dict[str, Any] | None:
         try:
@@ -111,11 +117,25 @@ class AuditLog:
             yield record
             change_id = record.get("prev_change_id")
 
-    def history(self, ref: DocumentRef, head: str | None, etag: str | None) -> list[dict[str, Any]]:
-        """The committed records, newest first, each with its derived ``post_etag``."""
-        entries = []
+    def since(self, ref: DocumentRef, head: str | None, base: str | None) -> list[dict[str, Any]]:
+        """Committed records after ``base`` (exclusive), newest first."""
+        later: list[dict[str, Any]] = []
+        for record in self.chain(ref, head):
+            if record["change_id"] == base:
+                break
+            later.append(record)
+        return later
+
+    def history(
+        self, ref: DocumentRef, head: str | None, etag: str | None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` committed records from ``head`` (whose document has ``etag``),
+        newest first, each with its derived ``post_etag``."""
+        entries: list[dict[str, Any]] = []
         post_etag = etag
         for record in self.chain(ref, head):
+            if limit is not None and len(entries) >= limit:
+                break
             entries.append({**record, "post_etag": post_etag})
             post_etag = record.get("pre_etag")
         return entries

@@ -19,12 +19,12 @@ from memnet.audit import AuditLog, apply_change, change_time, fold, ops_sha256
 from memnet.auth import Caller
 from memnet.clock import iso
 from memnet.envelope import serialise
-from memnet.errors import NotFound, PreconditionFailed, Unprocessable
+from memnet.errors import BadRequest, NotFound, PreconditionFailed, Unprocessable
 from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
 from memnet.layout import DocumentRef, audit_name, user_prefix
 from memnet.patching import Op
-from memnet.policy import WriteIntent, plan_ops
-from memnet.ports import BlobNotFound, BlobStore, Clock, Condition
+from memnet.policy import WriteIntent, denied_changes, plan_ops
+from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, StorageError
 from memnet.ports import PreconditionFailed as StoragePreconditionFailed
 from memnet.profiles import Binding, Profile
 from memnet.registry import ProfileRegistry
@@ -83,14 +83,34 @@ class DocumentService:
         return self._require(ref)
 
     def history(
-        self, caller: Caller, ref: DocumentRef, profile_id: str | None, limit: int
+        self,
+        caller: Caller,
+        ref: DocumentRef,
+        profile_id: str | None,
+        limit: int,
+        before: str | None = None,
     ) -> dict[str, Any]:
-        """The committed changes of one document, newest first (spec 19.2, 25.6)."""
+        """Committed changes of one document, newest first, a page at a time (spec 19.2,
+        25.6): ``before`` is the ``next_before`` of the previous page."""
         caller.require(ref.tenant_id, "read")
         self.resolve(caller, ref, profile_id, None)
         current = self._require(ref)
-        entries = self._audit.history(ref, current.document.get("change_id"), current.etag)
-        return {"etag": current.etag, "changes": entries[:limit], "truncated": len(entries) > limit}
+        head: str | None = current.document.get("change_id")
+        etag: str | None = current.etag
+        if before is not None:
+            head, etag = self._cursor(ref, before)
+        entries = self._audit.history(ref, head, etag, limit + 1)
+        page: dict[str, Any] = {"etag": current.etag, "changes": entries[:limit]}
+        page["next_before"] = entries[limit - 1]["change_id"] if len(entries) > limit else None
+        return page
+
+    def _cursor(self, ref: DocumentRef, before: str) -> tuple[str | None, str | None]:
+        record = self._audit.read(ref.tenant_id, ref.user_id, before)
+        if record is None or (record["namespace"], record["path"]) != (ref.namespace, ref.path):
+            raise BadRequest(
+                "before names no change of this document.", code="INVALID_QUERY", field="before"
+            )
+        return record.get("prev_change_id"), record.get("pre_etag")
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         try:
@@ -150,11 +170,26 @@ class DocumentService:
             return {**outcome.response, "replayed": True}
         try:
             response = execute(outcome)
+        except OutcomeUnknown as unknown:
+            response = self._settle(ref, outcome, unknown)
         except Exception:
-            self._idempotency.release(outcome)
+            self._idempotency.release(outcome)  # nothing reached the document
             raise
         self._idempotency.complete(outcome, response)
         return response
+
+    def _settle(self, ref: DocumentRef, ticket: Ticket, unknown: OutcomeUnknown) -> Response:
+        """After a document write of unknown outcome: its response if it landed; if it
+        did not, release the key and report the error; if storage cannot tell yet, keep
+        the claim pending so that a retry settles it (or takes over after the lease)."""
+        try:
+            landed = self.committed_response(ref, ticket.change_id)
+        except StorageError:
+            raise unknown.error from unknown
+        if landed is None:
+            self._idempotency.release(ticket)
+            raise unknown.error from unknown
+        return landed
 
     def _patch(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
@@ -175,7 +210,7 @@ class DocumentService:
             base,
         )
         record["redirected_ops"] = planned.redirected
-        return self._commit(cmd.ref, binding, current, record)
+        return self._commit(cmd.ref, profile, binding, current, record)
 
     def _replace(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
@@ -183,7 +218,7 @@ class DocumentService:
         current = self._checked_current(cmd)
         base = self._base(binding, current, cmd.content or {})
         record = self._record(caller, cmd, profile, binding, ticket, current, [], base)
-        return self._commit(cmd.ref, binding, current, record)
+        return self._commit(cmd.ref, profile, binding, current, record)
 
     def _checked_current(self, cmd: WriteCommand) -> StoredDocument | None:
         current = self.load(cmd.ref)
@@ -248,40 +283,61 @@ class DocumentService:
     def _commit(
         self,
         ref: DocumentRef,
+        profile: Profile,
         binding: Binding,
         current: StoredDocument | None,
         record: dict[str, Any],
     ) -> Response:
-        document = apply_change(current.document if current else None, record)
-        raise_if_any(document_violations(document, binding, self._registry.validator(binding)))
+        before = current.document if current else None
+        document = apply_change(before, record)
+        found = document_violations(document, binding, self._registry.validator(binding))
+        raise_if_any(found + denied_changes(profile, binding, before or {}, document))
         self._audit.write(ref, record)
         condition = Condition.match(current.etag) if current else Condition.create_only()
         try:
             etag = self._blobs.write(ref.blob_name, serialise(document).encode(), condition)
         except StoragePreconditionFailed as exc:
-            self._audit.discard(ref, record["change_id"])
-            latest = self.load(ref)
-            raise _etag_mismatch(
-                "Document changed concurrently; refetch and retry.", latest.etag if latest else None
-            ) from exc
+            return self._lost_race(ref, record, exc)
+        except StorageError as exc:
+            raise OutcomeUnknown(exc) from exc
         return _response(record, etag, document)
 
+    def _lost_race(self, ref: DocumentRef, record: dict[str, Any], exc: Exception) -> Response:
+        """A failed conditional write: usually another writer won; but when a response was
+        lost and the SDK retried, the first attempt may have landed our own change."""
+        landed = self.committed_response(ref, record["change_id"])
+        if landed is not None:
+            return landed
+        self._audit.discard(ref, record["change_id"])
+        latest = self.load(ref)
+        message = "Document changed concurrently; refetch and retry."
+        raise _etag_mismatch(message, latest.etag if latest else None) from exc
+
     def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
-        """The response of ``change_id`` if it reached the document, else None."""
-        current = self.load(ref)
-        if current is None:
+        """The response of ``change_id`` if it reached the document, else None.
+
+        The audit record is written first, so without it nothing landed. With it, the
+        change landed iff it follows its own base on the document's chain; the walk stops
+        at that base, so it costs the changes made since, not the whole history."""
+        own = self._audit.read(ref.tenant_id, ref.user_id, change_id)
+        current = self.load(ref) if own is not None else None
+        if own is None or current is None:
             return None
-        records = list(self._audit.chain(ref, current.document.get("change_id")))
-        index = next((i for i, r in enumerate(records) if r["change_id"] == change_id), None)
-        if index is None:
+        head = current.document.get("change_id")
+        later = self._audit.since(ref, head, own.get("prev_change_id"))
+        if not later or later[-1]["change_id"] != change_id:
             return None
-        document = fold(list(reversed(records[index:]))) or {}
-        etag = records[index - 1]["pre_etag"] if index else current.etag
-        return _response(records[index], etag, document)
+        if len(later) == 1:
+            return _response(own, current.etag, current.document)
+        history = list(self._audit.chain(ref, head))  # rare: rebuild the state back then
+        document = fold(list(reversed(history[len(later) - 1 :]))) or {}
+        return _response(own, later[-2]["pre_etag"], document)
 
     def sweep_orphans(self, tenant_id: str, user_id: str, min_age: timedelta) -> list[str]:
-        """Delete audit records no document reached that are older than ``min_age``
-        (younger ones may belong to a write still in flight); return their change ids."""
+        """Delete audit records no document reached that are older than ``min_age``, and
+        never younger than the idempotency lease (a younger one may belong to a write
+        still in flight); return their change ids."""
+        min_age = max(min_age, self._idempotency.lease)
         prefix = f"{user_prefix(tenant_id, user_id)}documents/"
         heads = {name: self._head(name) for name in self._blobs.list_names(prefix)}
         cutoff = self._clock.now() - min_age
@@ -298,6 +354,14 @@ class DocumentService:
 
     def _now(self) -> str:
         return iso(self._clock.now())
+
+
+class OutcomeUnknown(Exception):
+    """The document write failed in a way that may or may not have applied it."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _response(record: dict[str, Any], etag: str, document: dict[str, Any]) -> Response:

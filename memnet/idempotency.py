@@ -16,6 +16,7 @@ import contextlib
 import hashlib
 import json
 import math
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -77,6 +78,10 @@ class IdempotencyStore:
             retry_after=1,
         )
 
+    @property
+    def lease(self) -> timedelta:
+        return self._lease
+
     def complete(self, ticket: Ticket, response: Response) -> None:
         """Store the response; if another request took the key over, leave its record."""
         record = {**ticket.record, "state": "complete", "response": response}
@@ -91,15 +96,19 @@ class IdempotencyStore:
     def _claim_or_inspect(
         self, name: str, fingerprint: str, committed: Callable[[str], Response | None]
     ) -> Ticket | Replay | None:
+        record = self._new_record(fingerprint)
         try:
-            return self._claim(name, fingerprint, Condition.create_only())
+            return self._claim(name, record, Condition.create_only())
         except PreconditionFailed:
             pass
         try:
             blob = self._blobs.read(name)
         except BlobNotFound:
             return None
-        return self._inspect(name, blob.etag, json.loads(blob.data), fingerprint, committed)
+        found = json.loads(blob.data)
+        if found.get("claim") == record["claim"]:  # our own create, its response was lost
+            return Ticket(name, blob.etag, found["change_id"], found)
+        return self._inspect(name, blob.etag, found, fingerprint, committed)
 
     def _inspect(
         self,
@@ -144,19 +153,24 @@ class IdempotencyStore:
 
     def _take_over(self, name: str, etag: str, fingerprint: str) -> Ticket | None:
         try:
-            return self._claim(name, fingerprint, Condition.match(etag))
+            return self._claim(name, self._new_record(fingerprint), Condition.match(etag))
         except (PreconditionFailed, BlobNotFound):
             return None
 
-    def _claim(self, name: str, fingerprint: str, condition: Condition) -> Ticket:
+    def _new_record(self, fingerprint: str) -> dict[str, Any]:
+        """A pending claim; ``claim`` is unique to this attempt, so an attempt that finds
+        the record after a lost response can recognise it as its own."""
         now = self._now()
-        record = {
+        return {
             "fingerprint": fingerprint,
             "state": "pending",
+            "claim": secrets.token_hex(8),
             "change_id": new_change_id(),
             "started_at": _iso(now),
             "expires_at": _iso(now + self._ttl),
         }
+
+    def _claim(self, name: str, record: dict[str, Any], condition: Condition) -> Ticket:
         etag = self._blobs.write(name, _dump(record), condition)
         return Ticket(name, etag, record["change_id"], record)
 

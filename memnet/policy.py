@@ -56,6 +56,10 @@ class Planned:
 def plan_ops(profile: Profile, binding: Binding, ops: list[Op], intent: WriteIntent) -> Planned:
     """Check ``ops`` against the profile and return what may be applied."""
     planned = Planned()
+    if not binding.writable or not profile.writable_paths.get(binding.binding_id):
+        message = f"binding {binding.binding_id!r} cannot be patched (admin PUT only)."
+        planned.violations.append(Violation("PATH_NOT_WRITABLE", message))
+        return planned
     if len(ops) > profile.max_ops_per_patch:
         planned.violations.append(
             Violation(
@@ -123,27 +127,55 @@ def _denied(profile: Profile, binding: Binding, op: Op, segments: Segments) -> V
 
 def _gate(profile: Profile, binding: Binding, op: Op, intent: WriteIntent, out: Planned) -> None:
     rules = profile.confidence
-    section = next(
-        (
-            s
-            for seg in _written(op)
-            if seg[:1] == (CONTENT,)
-            for s in [rules.durable_section_of(binding.binding_id, seg[1:])]
-            if s is not None
-        ),
-        None,
-    )
-    if section is None or not op.writes():
+    touch = _durable_touch(profile, binding, op)
+    if touch is None or not op.writes():
         _auto_apply_gate(profile, op, intent, out)
         return
     shortfall = _durable_shortfall(profile, intent)
+    redirectable = touch == "inside" and op.op in ("add", "replace")
     if shortfall is None:
         out.ops.append(op)
-    elif op.op in ("add", "replace") and binding.binding_id in rules.pending_sections:
+    elif redirectable and binding.binding_id in rules.pending_sections:
         _redirect(rules.pending_sections[binding.binding_id], op, intent, shortfall, out)
     else:
         message = _SHORTFALL[shortfall]
         out.violations.append(Violation(shortfall.upper(), message, op.index, op.path))
+
+
+def _durable_touch(profile: Profile, binding: Binding, op: Op) -> str | None:
+    """``inside`` when the op writes within a durable section, ``ancestor`` when it
+    writes a parent of one (replacing or removing the object that holds it), else None."""
+    sections = profile.confidence.durable_sections.get(binding.binding_id, ())
+    for written in (seg[1:] for seg in _written(op) if seg[:1] == (CONTENT,)):
+        if any(pointers.is_within(written, s) for s in sections):
+            return "inside"
+        if any(pointers.is_within(s, written) for s in sections):
+            return "ancestor"
+    return None
+
+
+def denied_changes(profile: Profile, binding: Binding, before: Any, after: Any) -> list[Violation]:
+    """Denylisted fields that the write creates or changes, wherever the value came from
+    (an op's value, or a ``copy``/``move`` of existing data)."""
+    patterns = profile.denied_paths.get(binding.binding_id, ())
+    old = before.get(CONTENT, {}) if isinstance(before, dict) else {}
+    found = []
+    for segments in pointers.walk(after.get(CONTENT, {})) if patterns else ():
+        if any(pointers.matches_pattern(segments, p) for p in patterns) and _changed(
+            old, after[CONTENT], segments
+        ):
+            path = pointers.render((CONTENT, *segments))
+            found.append(
+                Violation("DENIED_PATH", "this field is denylisted by the profile.", path=path)
+            )
+    return found
+
+
+def _changed(old: Any, new: Any, segments: Segments) -> bool:
+    try:
+        return bool(pointers.resolve(old, segments) != pointers.resolve(new, segments))
+    except KeyError:
+        return True
 
 
 _SHORTFALL = {

@@ -81,12 +81,6 @@ class ConfidenceRules:
     pending_sections: Mapping[str, Segments] = field(default_factory=dict)
     require_evidence: bool = True
 
-    def durable_section_of(self, binding_id: str, segments: Segments) -> Segments | None:
-        for section in self.durable_sections.get(binding_id, ()):
-            if pointers.is_within(segments, section):
-                return section
-        return None
-
 
 @dataclass(frozen=True)
 class RoutingRules:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from memnet.idempotency import Response
 from memnet.patching import parse_ops
 
 HISTORY_SUFFIX = ":history"
+CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 PATCH_FIELDS = frozenset({"profile_id", "binding_id", "ops", "reason", "evidence", "confidence"})
 PUT_FIELDS = frozenset({"profile_id", "binding_id", "content", "reason", "evidence"})
 
@@ -43,7 +45,11 @@ def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     limit = parsing.bounded_int(request.query, "limit", services.settings.history_limit, 1000)
-    return ApiResponse.json(200, services.documents.history(caller, ref, profile_id, limit))
+    before = request.query.get("before")
+    if before is not None and not CHANGE_ID.fullmatch(before):
+        raise BadRequest("before must be a change id.", code="INVALID_QUERY", field="before")
+    page = services.documents.history(caller, ref, profile_id, limit, before)
+    return ApiResponse.json(200, page)
 
 
 @endpoint
@@ -73,6 +79,8 @@ def _command(
 ) -> WriteCommand:
     ref = parsing.document_ref(request, request.route_params.get("path", ""))
     if_match, create = parsing.precondition(request)
+    reason = parsing.reason(body, default_reason)
+    parsing.check_reason(reason, caller.roles)
     return WriteCommand(
         ref=ref,
         profile_id=parsing.optional_str(body, "profile_id"),
@@ -80,7 +88,7 @@ def _command(
         precondition=Precondition(if_match, create),
         idempotency_key=parsing.idempotency_key(request),
         fingerprint=parsing.fingerprint(request, caller.caller_id, body),
-        reason=parsing.reason(body, default_reason),
+        reason=reason,
         request_id=request_id,
         evidence=parsing.evidence(body),
         confidence=parsing.confidence(body),

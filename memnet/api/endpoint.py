@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.errors import MemnetError, Unavailable
-from memnet.ports import StorageUnavailable
+from memnet.ports import StorageError
 
 log = logging.getLogger("memnet.api")
 Handler = Callable[[ApiRequest, str], ApiResponse]
@@ -53,7 +53,7 @@ def endpoint(handler: Handler) -> Callable[[ApiRequest], ApiResponse]:
             response = handler(request, request_id)
         except MemnetError as error:
             response = error_response(error, request_id)
-        except StorageUnavailable:
+        except StorageError:
             log.warning("request_id=%s storage unavailable", request_id, exc_info=True)
             response = error_response(_UNAVAILABLE, request_id)
         except Exception:

@@ -47,5 +47,8 @@ class ApiResponse:
     def json(
         cls, status: int, payload: Any, headers: Mapping[str, str] | None = None
     ) -> ApiResponse:
-        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+        try:
+            body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+        except UnicodeEncodeError:  # a lone surrogate echoed back: escape it instead
+            body = json.dumps(payload, separators=(",", ":")).encode()
         return cls(status, body, {"Content-Type": f"{JSON}; charset=utf-8", **(headers or {})})

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from memnet.api.http import ApiRequest
 from memnet.envelope import canonical
-from memnet.errors import BadRequest, PayloadTooLarge, PreconditionRequired
+from memnet.errors import BadRequest, Forbidden, PayloadTooLarge, PreconditionRequired
 from memnet.identifiers import check_document_path, check_identifier
 from memnet.layout import DocumentRef
 
 MAX_EVIDENCE_CHARS = 4096
+MAX_DEPTH = 64
 REASONS = frozenset({"live_update", "replay_update", "admin_migration"})
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
 _ETAG = re.compile(r'(W/)?"[\x21\x23-\x7e]{1,200}"')
@@ -25,10 +27,7 @@ def json_body(request: ApiRequest, limit: int, allowed: frozenset[str]) -> dict[
     """The body as a JSON object with only ``allowed`` members."""
     if len(request.body) > limit:
         raise PayloadTooLarge(f"Body exceeds {limit} bytes.", limit=limit)
-    try:
-        body = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"Body is not valid JSON: {exc}", code="MALFORMED_JSON") from exc
+    body = _parse(request.body)
     if not isinstance(body, dict):
         raise BadRequest("Body must be a JSON object.", code="MALFORMED_JSON")
     unknown = sorted(set(body) - allowed)
@@ -40,6 +39,46 @@ def json_body(request: ApiRequest, limit: int, allowed: frozenset[str]) -> dict[
             allowed=sorted(allowed),
         )
     return body
+
+
+def _parse(raw: bytes) -> Any:
+    """Strict JSON: no NaN/Infinity, no lone surrogates, nesting at most MAX_DEPTH."""
+    try:
+        body = json.loads(raw or b"null", parse_constant=_refuse, parse_float=_finite)
+        json.dumps(body, ensure_ascii=False).encode()  # lone surrogates cannot be stored
+    except (ValueError, UnicodeError, RecursionError) as exc:
+        raise BadRequest(f"Body is not valid JSON: {_reason(exc)}", code="MALFORMED_JSON") from exc
+    if _depth(body) > MAX_DEPTH:
+        raise BadRequest(f"Body nests deeper than {MAX_DEPTH} levels.", code="MALFORMED_JSON")
+    return body
+
+
+def _refuse(constant: str) -> float:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"number {text[:20]} is out of range")
+    return value
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nesting too deep"
+    return str(exc).encode("ascii", "backslashreplace").decode()[:200]
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth <= MAX_DEPTH and isinstance(node, dict | list):
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def document_ref(request: ApiRequest, path: str) -> DocumentRef:
@@ -68,6 +107,14 @@ def reason(body: Mapping[str, Any], default: str) -> str:
             f"reason must be one of {sorted(REASONS)}.", code="INVALID_FIELD", field="reason"
         )
     return str(value)
+
+
+def check_reason(reason: str, roles: frozenset[str]) -> None:
+    """Only admin callers may record an ``admin_migration``."""
+    if reason == "admin_migration" and "admin" not in roles:
+        raise Forbidden(
+            "reason admin_migration needs the admin role.", code="ROLE_FORBIDDEN", role="admin"
+        )
 
 
 def confidence(body: Mapping[str, Any]) -> float | None:
@@ -137,7 +184,7 @@ def bounded_int(query: Mapping[str, str], name: str, default: int, top: int) -> 
     text = query.get(name)
     if text is None:
         return default
-    if not text.isdigit() or not 1 <= int(text) <= top:
+    if not re.fullmatch(r"[0-9]{1,9}", text) or not 1 <= int(text) <= top:
         raise BadRequest(
             f"{name} must be an integer from 1 to {top}.", code="INVALID_QUERY", field=name
         )

@@ -141,3 +141,31 @@ def test_health_needs_no_key_and_names_backends(client: ApiClient, services: Ser
     expected = "azure blob container" if services.settings.storage == "azure" else "local files"
     assert reply.data["storage"].startswith(expected)
     assert reply.data["profiles"] == ["project-copilot-v1"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"ops": [{"op": "add", "path": "/content/preferences/-", "value": "\\ud800"}]}',
+        b'{"\\ud800": 1, "ops": []}',
+        b'{"ops": [{"op": "add", "path": "/content/preferences/-", "value": NaN}]}',
+        b'{"ops": [], "confidence": Infinity}',
+        b'{"ops": [{"op": "add", "path": "/content/preferences/-", "value": 1e999}]}',
+        b'{"ops": [{"op": "add", "path": "/content/preferences/-", "value": '
+        + b"[" * 70
+        + b"]" * 70
+        + b"}]}",
+        b'{"ops": [{"op": "add", "path": "/content/preferences/-", "value": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}]}",
+    ],
+    ids=["surrogate", "surrogate-key", "nan", "infinity", "overflow", "deep", "very-deep"],
+)
+def test_json_that_cannot_be_stored_faithfully_is_400(client: ApiClient, raw: bytes):
+    reply = client.request(
+        "PATCH", doc_url(), raw=raw, headers={"If-None-Match": "*", "Idempotency-Key": "k"}
+    )
+    assert reply.status == 400 and reply.error_code == "MALFORMED_JSON", reply.data
+    assert reply.data["error"]["request_id"] == reply.headers["x-request-id"]
+    assert client.request("GET", doc_url()).status == 404

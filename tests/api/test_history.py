@@ -80,4 +80,24 @@ def test_rejected_writes_leave_no_audit_record(client: ApiClient):
 def test_history_limit_is_bounded(client: ApiClient):
     create(client)
     assert history(client, query="?limit=0").status == 400
-    assert history(client, query="?limit=1").data["truncated"] is False
+    assert history(client, query="?limit=%C2%B2").status == 400
+    assert history(client, query="?limit=1").data["next_before"] is None
+
+
+def test_history_pages_with_next_before(client: ApiClient):
+    tag = create(client).data["etag"]
+    for i in range(4):
+        tag = patch(client, tag, [{"op": "add", "path": PREF, "value": str(i)}], f"k{i}").data[
+            "etag"
+        ]
+    everything = history(client).data["changes"]
+    pages, query = [], "?limit=2"
+    while True:
+        page = history(client, query=query).data
+        pages.extend(page["changes"])
+        if page["next_before"] is None:
+            break
+        query = f"?limit=2&before={page['next_before']}"
+    assert pages == everything and len(pages) == 5
+    assert history(client, query="?before=chg_" + "0" * 28).error_code == "INVALID_QUERY"
+    assert history(client, query="?before=nope").error_code == "INVALID_QUERY"

@@ -198,3 +198,30 @@ def test_failed_test_op_is_422_patch_test_failed(client: ApiClient):
     reply = patch(client, etag(client), ops, "k")
     assert reply.status == 422 and reply.error_code == "PATCH_TEST_FAILED"
     assert reply.data["error"]["details"]["op_index"] == 0
+
+
+def test_copy_cannot_carry_a_denylisted_field_into_place(client: ApiClient):
+    url = doc_url("projects/alpha.json")
+    tag = create(client, url, [{"op": "replace", "path": "/content/summary", "value": "s"}])
+    ops = [
+        {"op": "add", "path": "/content/recent_notes/-", "value": {"note": "n", "x": 1}},
+        {"op": "copy", "from": "/content/recent_notes/0", "path": "/content/facets/secrets"},
+    ]
+    reply = patch(client, tag.data["etag"], ops, "k", url=url)
+    assert reply.status == 422 and "DENIED_PATH" in [v["code"] for v in violations(reply)]
+    assert client.request("GET", url).data["etag"] == tag.data["etag"]
+
+
+def test_patch_of_a_binding_without_writable_rules_is_refused_even_when_empty(
+    client: ApiClient,
+):
+    url = doc_url("user/user_static.json")
+    for ops in ([], [{"op": "test", "path": "/content", "value": {}}]):
+        reply = create(client, url, ops, key=f"k{len(ops)}")
+        assert reply.status == 422 and reply.error_code == "PATH_NOT_WRITABLE"
+    assert client.request("GET", url).status == 404
+
+
+def test_only_admins_may_claim_an_admin_migration(client: ApiClient):
+    reply = create(client, reason="admin_migration")
+    assert reply.status == 403 and reply.error_code == "ROLE_FORBIDDEN"

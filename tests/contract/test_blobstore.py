@@ -415,3 +415,23 @@ def test_read_if_changed_skips_an_unchanged_blob(blob_store: BlobStore) -> None:
 def test_read_if_changed_on_a_missing_blob_raises_not_found(blob_store: BlobStore) -> None:
     with pytest.raises(BlobNotFound):
         blob_store.read_if_changed("missing.json", STALE)
+
+
+def test_file_store_survives_writes_racing_deletes_in_one_tree(local_store: FileBlobStore) -> None:
+    errors: list[BaseException] = []
+
+    def churn(worker: int) -> None:
+        try:
+            for i in range(150):
+                name = f"a/b/c{i % 3}/t{worker}.json"
+                local_store.write(name, b"x", Condition.unconditional())
+                local_store.delete(name)
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=churn, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []

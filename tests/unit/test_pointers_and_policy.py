@@ -112,3 +112,27 @@ def test_good_document_paths(path: str):
 def test_bad_document_paths(path: str):
     with pytest.raises(BadRequest):
         check_document_path(path)
+
+
+def test_writing_the_parent_of_a_durable_section_passes_the_gate_too():
+    from memnet.profiles import build_profile
+
+    raw = dict(PROFILE.raw)
+    raw["confidence_rules"] = {
+        **raw["confidence_rules"],
+        "durable_sections": {"project_doc": ["/facets/verified"]},
+        "pending_sections": {},
+    }
+    profile = build_profile(raw)
+    project = profile.binding("project_doc")
+    assert project is not None
+    intent = WriteIntent("agent", "2026-01-01T00:00:00Z", None, None)
+    for op in (
+        {"op": "add", "path": "/content/facets", "value": {"verified": "x"}},
+        {"op": "remove", "path": "/content/facets"},
+        {"op": "add", "path": "/content/facets/verified", "value": "x"},
+    ):
+        planned = plan_ops(profile, project, parse_ops([op]), intent)
+        assert [v.code for v in planned.violations] == ["CONFIDENCE_BELOW_THRESHOLD"], op
+    other = {"op": "add", "path": "/content/facets/open", "value": "x"}
+    assert plan_ops(profile, project, parse_ops([other]), intent).violations == []

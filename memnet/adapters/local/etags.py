@@ -188,7 +188,12 @@ def _create_temp(directory: str) -> tuple[int, str]:
 def _make_directory(directory: str) -> None:
     try:
         os.makedirs(directory, exist_ok=True)
-    except (NotADirectoryError, FileExistsError) as exc:
+    except FileNotFoundError:
+        pass  # a concurrent delete pruned a parent meanwhile: the caller retries
+    except FileExistsError as exc:  # makedirs also says this when a prune raced it
+        if os.path.lexists(directory) and not os.path.isdir(directory):
+            raise ValueError(f"{directory} clashes with an existing blob name") from exc
+    except NotADirectoryError as exc:
         raise ValueError(f"{directory} clashes with an existing blob name") from exc
 
 
