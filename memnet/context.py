@@ -149,11 +149,11 @@ class ContextService:
             decision.reason = "no_match" if hint else "no_hint"
             return decision
         if len(ranking.tied) == 1:
-            decision.project_id, confidence = ranking.tied[0], ranking.best
+            decision.project_id, confidence = ranking.tied[0], min(ranking.best, 1.0)
             decision.reason = "alias_match" if ranking.best >= 1.0 else "keyword_match"
         else:
             confidence = self._tie_break(
-                profile, rules, reader, index, hint, ranking.tied, ranking.best, decision
+                profile, rules, reader, index, hint, ranking.tied, min(ranking.best, 1.0), decision
             )
         if confidence < rules.min_confidence:
             decision.project_id, decision.reason = None, "low_confidence"
@@ -176,7 +176,8 @@ class ContextService:
         }
         scores = self._similarity.scores(hint, texts)
         for candidate in decision.candidates:
-            candidate["semantic_score"] = round(scores.get(candidate["project_id"], 0.0), 4)
+            if candidate["project_id"] in scores:  # only the candidates actually scored
+                candidate["semantic_score"] = round(scores[candidate["project_id"]], 4)
         winner, confidence = semantic_confidence(best, scores)
         decision.project_id, decision.reason = winner, "semantic_tiebreak"
         decision.semantic_score = round(scores.get(winner, 0.0), 4) if winner else 0.0

@@ -21,15 +21,33 @@ from typing import Any
 
 NAME_WEIGHT = 1.0
 KEYWORD_WEIGHT = 0.6
+EXTRA_MATCH_BONUS = 0.1
+KEYWORD_CAP = 0.9  # keywords alone never outrank a name or alias
 _NON_WORD = re.compile(r"[^0-9a-z]+")
+_JOINERS = re.compile(r"['\u2019`&]")  # I'm -> im, M&A -> ma, R&D -> rd
 Phrase = tuple[str, ...]
 
 
 def tokens(text: str) -> Phrase:
-    """Lower-case, accent-free, punctuation-free words of ``text``."""
+    """Lower-case, accent-free, punctuation-free words of ``text``. Apostrophes and ``&``
+    join rather than split, so "I'm a" does not contain the phrase "M&A"."""
+    text = _JOINERS.sub("", text)
+    if text.isascii():  # NFKD leaves ASCII unchanged; casefold is lower
+        return tuple(t for t in _NON_WORD.split(text.lower()) if t)
     decomposed = unicodedata.normalize("NFKD", text)
     plain = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
     return tuple(t for t in _NON_WORD.split(plain) if t)
+
+
+_GERMAN = str.maketrans(
+    {"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "Ä": "Ae", "Ö": "Oe", "Ü": "Ue"}
+)
+
+
+def spellings(text: str) -> set[str]:
+    """``text`` and, for German umlauts, its transliteration: "Zürich" also as "Zuerich"
+    (plain accent stripping already gives "Zurich")."""
+    return {text, text.translate(_GERMAN)}
 
 
 @dataclass(frozen=True)
@@ -59,9 +77,11 @@ class RoutingIndex:
     def add(self, project: Project) -> None:
         self.projects[project.project_id] = project
         for text in project.names:
-            self._add_phrase(tokens(text), project.project_id, NAME_WEIGHT)
+            for variant in spellings(text):
+                self._add_phrase(tokens(variant), project.project_id, NAME_WEIGHT)
         for text in project.keywords:
-            self._add_phrase(tokens(text), project.project_id, KEYWORD_WEIGHT)
+            for variant in spellings(text):
+                self._add_phrase(tokens(variant), project.project_id, KEYWORD_WEIGHT)
 
     def _add_phrase(self, phrase: Phrase, project_id: str, weight: float) -> None:
         if not phrase:
@@ -107,16 +127,21 @@ def matches(index: RoutingIndex, hint: Phrase) -> list[Match]:
         for j in range(i + 1, min(len(hint), i + index.longest) + 1)
         for project_id, weight in index.phrases.get(hint[i:j], ())
     ]
-    return [m for m in found if not _inside_other(m, found)]
+    spans: dict[tuple[int, int], set[str]] = {}
+    for m in found:
+        spans.setdefault((m.start, m.end), set()).add(m.project_id)
+    return [m for m in found if not _inside_other(m, spans)]
 
 
-def _inside_other(match: Match, found: list[Match]) -> bool:
+def _inside_other(match: Match, spans: Mapping[tuple[int, int], set[str]]) -> bool:
+    """Whether a strictly longer span covering ``match`` matched another project. Compared
+    by span, not by match: a keyword many projects share is one span, not one per project."""
     return any(
-        o.project_id != match.project_id
-        and o.start <= match.start
-        and match.end <= o.end
-        and (o.end - o.start) > (match.end - match.start)
-        for o in found
+        start <= match.start
+        and match.end <= end
+        and (end - start) > (match.end - match.start)
+        and (len(projects) > 1 or match.project_id not in projects)
+        for (start, end), projects in spans.items()
     )
 
 
@@ -131,14 +156,23 @@ class Ranking:
 
 
 def rank(found: list[Match]) -> Ranking:
-    scores: dict[str, float] = {}
+    """A project scores its best match's weight plus 0.1 for each further distinct phrase
+    it matched; keyword-only scores stop at 0.9."""
+    strongest: dict[str, float] = {}
     matched: dict[str, list[str]] = {}
     for m in found:
-        scores[m.project_id] = max(scores.get(m.project_id, 0.0), m.weight)
-        matched.setdefault(m.project_id, []).append(m.phrase)
+        strongest[m.project_id] = max(strongest.get(m.project_id, 0.0), m.weight)
+        if m.phrase not in matched.setdefault(m.project_id, []):
+            matched[m.project_id].append(m.phrase)
+    scores = {p: _score(w, len(matched[p])) for p, w in strongest.items()}
     best = max(scores.values(), default=0.0)
     tied = tuple(sorted(p for p, s in scores.items() if s == best)) if best else ()
     return Ranking(best, tied, scores, matched)
+
+
+def _score(weight: float, phrases: int) -> float:
+    score = weight + EXTRA_MATCH_BONUS * (phrases - 1)
+    return round(min(score, KEYWORD_CAP) if weight < NAME_WEIGHT else score, 6)
 
 
 def semantic_confidence(best: float, scores: Mapping[str, float]) -> tuple[str | None, float]:

@@ -136,3 +136,29 @@ def test_writing_the_parent_of_a_durable_section_passes_the_gate_too():
         assert [v.code for v in planned.violations] == ["CONFIDENCE_BELOW_THRESHOLD"], op
     other = {"op": "add", "path": "/content/facets/open", "value": "x"}
     assert plan_ops(profile, project, parse_ops([other]), intent).violations == []
+
+
+def test_routing_tokens_fold_case_accents_punctuation_and_joiners():
+    from memnet.routing import tokens
+
+    assert tokens("CAFÉ-Rewrite!") == ("cafe", "rewrite")
+    assert tokens("I'm a fan of M&A") == ("im", "a", "fan", "of", "ma")
+    assert tokens("Señor   Data\u2019s") == ("senor", "datas")
+
+
+def test_routing_scores_extra_phrases_and_caps_keywords():
+    from memnet.routing import RoutingIndex, matches, rank, tokens
+
+    index = RoutingIndex.build(
+        [
+            {"project_id": "search-infra", "keywords": ["latency", "shards", "reindex", "cluster"]},
+            {"project_id": "alpha", "name": "Alpha", "keywords": ["latency"]},
+            {"project_id": "zurich-office", "name": "Zürich Office"},
+        ]
+    )
+    ranking = rank(matches(index, tokens("latency of shards after reindex")))
+    assert ranking.tied == ("search-infra",) and ranking.best == 0.8
+    ranking = rank(matches(index, tokens("alpha latency, shards, reindex, cluster")))
+    assert ranking.tied == ("alpha",)  # keywords alone stop at 0.9, below a name
+    for hint in ("zurich office", "Zuerich Office", "ZÜRICH-office"):
+        assert rank(matches(index, tokens(hint))).tied == ("zurich-office",)
