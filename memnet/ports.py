@@ -105,3 +105,115 @@ class Clock(Protocol):
     def now(self) -> datetime:
         """The current time, timezone-aware UTC."""
         ...
+
+
+# -- queues (ARCHITECTURE.md "Queues") ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueMessage:
+    """A received message. ``pop_receipt`` proves this receiver still holds it; after the
+    visibility timeout another receiver may get it with a higher ``dequeue_count``."""
+
+    id: str
+    pop_receipt: str
+    body: str
+    dequeue_count: int
+
+
+class MessageQueue(Protocol):
+    """Azure Storage Queue semantics on every adapter: at-least-once delivery, visibility
+    timeout, dequeue count, delayed messages. Queue names: ``[a-z0-9-]{3,63}``. Bodies are
+    text; the Azure adapter sends them base64-encoded as the Functions trigger expects."""
+
+    def send(self, queue: str, body: str, *, delay_seconds: int = 0) -> str:
+        """Enqueue ``body`` (visible after ``delay_seconds``); return the message id."""
+        ...
+
+    def receive(
+        self, queue: str, *, max_messages: int = 16, visibility_timeout: int = 30
+    ) -> list[QueueMessage]:
+        """Up to ``max_messages`` visible messages, hidden for ``visibility_timeout`` s."""
+        ...
+
+    def delete(self, queue: str, message: QueueMessage) -> None:
+        """Remove a processed message; :class:`PreconditionFailed` if its pop receipt is
+        stale (it became visible again and someone else received it)."""
+        ...
+
+    def release(self, queue: str, message: QueueMessage, *, delay_seconds: int = 0) -> None:
+        """Make a received message visible again after ``delay_seconds`` (a retry)."""
+        ...
+
+    def count(self, queue: str) -> int:
+        """Approximate number of messages, visible or not (for health and tests)."""
+        ...
+
+    def describe(self) -> str: ...
+
+
+# -- search index (ARCHITECTURE.md "Events") ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexedEvent:
+    """What the search index holds for one event digest (spec 9.2); derived from the
+    event blob, never authoritative."""
+
+    tenant_id: str
+    user_id: str
+    event_id: str
+    timestamp: str  # RFC 3339 with offset
+    service_id: str
+    source_type: str
+    digest: str
+    keywords: tuple[str, ...] = ()
+    project_ids: tuple[str, ...] = ()
+    snapshot_uri: str | None = None
+    evidence: str | None = None  # JSON text, retrievable only
+
+
+@dataclass(frozen=True)
+class EventQuery:
+    """A search scoped to one user; adapters filter by tenant and user on every query."""
+
+    tenant_id: str
+    user_id: str
+    text: str = ""
+    top_k: int = 10
+    since: str | None = None  # inclusive RFC 3339
+    until: str | None = None  # exclusive RFC 3339
+    service_ids: tuple[str, ...] = ()
+    project_ids: tuple[str, ...] = ()
+    source_types: tuple[str, ...] = ()
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EventHit:
+    event_id: str
+    score: float
+    timestamp: str
+
+
+class SearchIndex(Protocol):
+    def upsert(self, events: list[IndexedEvent]) -> None:
+        """Insert or replace (merge_or_upload) by (tenant, user, event_id)."""
+        ...
+
+    def delete(self, tenant_id: str, user_id: str, event_ids: list[str]) -> None:
+        """Remove entries; missing ones are ignored."""
+        ...
+
+    def search(self, query: EventQuery) -> list[EventHit]:
+        """Best first: BM25 over digest and keywords when ``text`` is set, else newest
+        first. Only the query's tenant and user, whatever else it says."""
+        ...
+
+    def list_event_ids(
+        self, tenant_id: str, user_id: str | None = None
+    ) -> Iterator[tuple[str, str, str]]:
+        """(tenant_id, user_id, event_id) of every entry in scope (for reindex)."""
+        ...
+
+    def describe(self) -> str: ...
