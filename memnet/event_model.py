@@ -1,0 +1,173 @@
+"""The event digest record (spec 9.2) and its validation. Pure: no I/O.
+
+Tenant and user come from the path; a body that names others is rejected. ``event_id``
+is generated (time-sortable) when absent. Timestamps must carry a timezone and are
+stored as given; the index normalises them to UTC.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import time
+from datetime import datetime
+from typing import Any
+
+from memnet.errors import BadRequest
+from memnet.identifiers import SEGMENT, check_identifier
+
+FIELDS = frozenset(
+    {
+        "event_id",
+        "tenant_id",
+        "user_id",
+        "service_id",
+        "timestamp",
+        "source_type",
+        "digest",
+        "keywords",
+        "project_ids",
+        "snapshot_uri",
+        "evidence",
+    }
+)
+MAX_DIGEST_CHARS = 4000
+MAX_KEYWORDS = 32
+MAX_KEYWORD_CHARS = 64
+MAX_PROJECTS = 16
+MAX_EVIDENCE_CHARS = 4096
+MAX_MESSAGE_IDS = 200
+SNAPSHOT_URI = re.compile(
+    r"blob://tenants/(?P<t>[^/]+)/users/(?P<u>[^/]+)/snapshots/[A-Za-z0-9][A-Za-z0-9._/-]{0,400}"
+)
+
+
+def new_event_id() -> str:
+    return f"evt_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
+
+
+def parse_event(
+    body: dict[str, Any], tenant_id: str, user_id: str, caller_id: str
+) -> dict[str, Any]:
+    """The canonical record to store, or 400 naming the first bad field."""
+    unknown = sorted(set(body) - FIELDS)
+    if unknown:
+        raise BadRequest(f"Unknown event fields: {unknown}.", code="UNKNOWN_FIELD", fields=unknown)
+    _same_scope(body, "tenant_id", tenant_id)
+    _same_scope(body, "user_id", user_id)
+    return {
+        "event_id": _event_id(body.get("event_id")),
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "service_id": _identifier(body.get("service_id", caller_id), "service_id"),
+        "timestamp": _timestamp(body.get("timestamp"), "timestamp"),
+        "source_type": _identifier(body.get("source_type"), "source_type"),
+        "digest": _text(body.get("digest"), "digest", MAX_DIGEST_CHARS),
+        "keywords": _keywords(body.get("keywords", [])),
+        "project_ids": _project_ids(body.get("project_ids", [])),
+        "snapshot_uri": _snapshot_uri(body.get("snapshot_uri"), tenant_id, user_id),
+        "evidence": _evidence(body.get("evidence")),
+    }
+
+
+def _bad(field: str, message: str) -> BadRequest:
+    return BadRequest(f"{field}: {message}", code="INVALID_FIELD", field=field)
+
+
+def _same_scope(body: dict[str, Any], field: str, expected: str) -> None:
+    if field in body and body[field] != expected:
+        raise BadRequest(
+            f"{field} in the body must match the path.", code="SCOPE_MISMATCH", field=field
+        )
+
+
+def _event_id(value: Any) -> str:
+    if value is None:
+        return new_event_id()
+    if not isinstance(value, str):
+        raise _bad("event_id", "must be a string")
+    return check_identifier("event_id", value)
+
+
+def _identifier(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise _bad(field, "is required and must be a string")
+    return check_identifier(field, value)
+
+
+def parse_timestamp(value: Any, field: str) -> datetime:
+    """An RFC 3339 timestamp with a timezone (``Z`` or an offset)."""
+    if not isinstance(value, str) or len(value) > 40:
+        raise _bad(field, "must be an RFC 3339 timestamp string")
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as exc:
+        raise _bad(field, "must be an RFC 3339 timestamp") from exc
+    if moment.tzinfo is None:
+        raise _bad(field, "needs a timezone (Z or +hh:mm)")
+    return moment
+
+
+def _timestamp(value: Any, field: str) -> str:
+    parse_timestamp(value, field)
+    return str(value)
+
+
+def _text(value: Any, field: str, limit: int) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        raise _bad(field, f"must be a non-empty string of at most {limit} characters")
+    return value
+
+
+def _keywords(value: Any) -> list[str]:
+    if not isinstance(value, list) or len(value) > MAX_KEYWORDS:
+        raise _bad("keywords", f"must be a list of at most {MAX_KEYWORDS} strings")
+    return [_text(k, "keywords", MAX_KEYWORD_CHARS) for k in value]
+
+
+def _project_ids(value: Any) -> list[str]:
+    if not isinstance(value, list) or len(value) > MAX_PROJECTS:
+        raise _bad("project_ids", f"must be a list of at most {MAX_PROJECTS} identifiers")
+    if not all(isinstance(p, str) and SEGMENT.fullmatch(p) for p in value):
+        raise _bad("project_ids", "each must match " + SEGMENT.pattern)
+    return list(value)
+
+
+def _snapshot_uri(value: Any, tenant_id: str, user_id: str) -> str | None:
+    if value is None:
+        return None
+    found = SNAPSHOT_URI.fullmatch(value) if isinstance(value, str) else None
+    if found is None or ".." in value or (found["t"], found["u"]) != (tenant_id, user_id):
+        raise _bad(
+            "snapshot_uri",
+            "must be blob://tenants/{tenant}/users/{user}/snapshots/... of this user",
+        )
+    return str(value)
+
+
+def _evidence(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(json.dumps(value)) > MAX_EVIDENCE_CHARS:
+        raise _bad("evidence", f"must be an object of at most {MAX_EVIDENCE_CHARS} chars")
+    ids = value.get("message_ids", [])
+    if (
+        not isinstance(ids, list)
+        or len(ids) > MAX_MESSAGE_IDS
+        or not all(isinstance(i, str) and 0 < len(i) <= 128 for i in ids)
+    ):
+        raise _bad("evidence", "message_ids must be a list of short strings")
+    _span(value.get("span"))
+    return value
+
+
+def _span(span: Any) -> None:
+    if span is None:
+        return
+    ok = isinstance(span, dict) and all(
+        isinstance(span.get(k), int) and not isinstance(span.get(k), bool) and span[k] >= 0
+        for k in ("start", "end")
+    )
+    if not ok or span["start"] > span["end"]:
+        raise _bad("evidence", "span is {start, end} with 0 <= start <= end")
