@@ -205,7 +205,7 @@ def verify_hot(client: Client, url: str, landed: list[tuple[str, str]]) -> dict[
         "one_writer_per_etag": len(set(pre_etags)) == len(pre_etags) == len(landed),
         "winning_etags_distinct": len(won) == len(landed),
         "winning_etags_in_history": won == {c["post_etag"] for c in changes},
-        "history_complete": not history["truncated"],
+        "history_complete": history.get("next_before") is None,
     }
     return {
         "items": len(notes),

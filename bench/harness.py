@@ -71,13 +71,29 @@ def server_env(workdir: Path, extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def start_server(extra_env: dict[str, str] | None = None) -> Server:
-    """Start ``python -m memnet serve`` on a free loopback port; wait for /v1/health."""
+def profiles_env(workdir: Path, profiles_dir: Path) -> dict[str, str]:
+    """Settings for another profiles directory: the dev callers (same keys), each allowed
+    every profile, written to ``workdir/callers.json``."""
+    callers = json.loads((REPO / "callers.dev.json").read_text())
+    for caller in callers["callers"]:
+        caller["profiles"] = ["*"]
+    path = workdir / "callers.json"
+    path.write_text(json.dumps(callers, indent=2))
+    return {"MEMNET_PROFILES_DIR": str(profiles_dir), "MEMNET_CALLERS_FILE": str(path)}
+
+
+def start_server(
+    extra_env: dict[str, str] | None = None, profiles_dir: Path | None = None
+) -> Server:
+    """Start ``python -m memnet serve`` on a free loopback port; wait for /v1/health.
+    ``profiles_dir``: serve that directory's profiles (see :func:`profiles_env`)."""
     workdir = Path(tempfile.mkdtemp(prefix="memnet-bench-"))
     port = free_port()
     command = [sys.executable, "-m", "memnet", "serve", "--host", HOST, "--port", str(port)]
     command += ["--settings", str(workdir / "no-local-settings.json")]  # env only
     env = server_env(workdir, extra_env or {})
+    if profiles_dir is not None:
+        env.update(profiles_env(workdir, profiles_dir))
     with (workdir / "server.log").open("wb") as log:
         process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
     server = Server(port, process, workdir)

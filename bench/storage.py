@@ -78,6 +78,10 @@ class CountingStore:
         self.calls.append("read")
         return self.inner.read(name)
 
+    def read_if_changed(self, name: str, etag: str) -> Any:
+        self.calls.append("read_if_changed")
+        return self.inner.read_if_changed(name, etag)
+
     def write(self, name: str, data: bytes, condition: Condition) -> str:
         kind = "create" if condition.absent else "if_match" if condition.etag else "plain"
         self.calls.append(f"write_{kind}")
