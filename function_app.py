@@ -8,8 +8,9 @@ from urllib.parse import urlsplit
 
 import azure.functions as func
 
-from memnet.api import context, documents, health
+from memnet.api import context, documents, events, health
 from memnet.api.http import ApiRequest, ApiResponse
+from memnet.workers import handle_index_job
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
@@ -54,3 +55,35 @@ def put_document(req: func.HttpRequest) -> func.HttpResponse:
 def assemble_context(req: func.HttpRequest) -> func.HttpResponse:
     """The memory to inject at conversation start (spec 10.4, 11)."""
     return _call(context.assemble_context, req)
+
+
+EVENTS_ROUTE = "v1/tenants/{tenant_id}/users/{user_id}/events"
+
+
+@app.route(route=EVENTS_ROUTE, methods=["POST"])
+def write_event(req: func.HttpRequest) -> func.HttpResponse:
+    """Store an event digest and index it (spec 10.5)."""
+    return _call(events.write_event, req)
+
+
+@app.route(route=EVENTS_ROUTE + "/{event_id}", methods=["GET"])
+def get_event(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(events.get_event, req)
+
+
+@app.route(route="v1/tenants/{tenant_id}/users/{user_id}/events:search", methods=["POST"])
+def search_events(req: func.HttpRequest) -> func.HttpResponse:
+    """Search a user's event digests (spec 10.6)."""
+    return _call(events.search_events, req)
+
+
+@app.route(route="v1/admin/reindex", methods=["POST"])
+def reindex(req: func.HttpRequest) -> func.HttpResponse:
+    """Rebuild the search index from the event blobs, through the queue (spec 20)."""
+    return _call(events.reindex, req)
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-index", connection="MEMNET_QUEUE")
+def index_events(msg: func.QueueMessage) -> None:
+    """The index worker: one index or delete job per message; raising retries it."""
+    handle_index_job(msg.get_body().decode("utf-8"))

@@ -119,9 +119,13 @@ def deliver_message(queue: QueueFunction, message: ReceivedMessage, source: Queu
         invoke(queue.function, queue.arg_name, queue_message)
     except Exception:
         logger.exception("queue function %s failed on message %s", queue.name, message_id)
-        source.abandon(queue.queue_name, message_id)
-        return
-    source.complete(queue.queue_name, message_id)
+        settle = source.abandon
+    else:
+        settle = source.complete
+    try:
+        settle(queue.queue_name, message_id)
+    except Exception:  # the message becomes visible again when its timeout ends
+        logger.exception("settling message %s of queue %s failed", message_id, queue.queue_name)
 
 
 def _utcnow() -> datetime:

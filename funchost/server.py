@@ -7,13 +7,14 @@ import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import TYPE_CHECKING, Self
 from urllib.parse import parse_qsl
 
 import azure.functions as func
 
 from funchost.background import BackgroundRunner, QueueSource
 from funchost.index import FunctionIndex, functions_of, invoke
+from funchost.queues import PortQueueSource
 from funchost.routing import (
     Resolution,
     Router,
@@ -22,6 +23,9 @@ from funchost.routing import (
     not_routed_body,
     read_route_prefix,
 )
+
+if TYPE_CHECKING:
+    from memnet.ports import MessageQueue
 
 logger = logging.getLogger("funchost")
 
@@ -238,8 +242,14 @@ def start_in_thread(
     route_prefix: str | None = None,
     queue_source: QueueSource | None = None,
     run_timers: bool = True,
+    queues: MessageQueue | None = None,
 ) -> RunningServer:
-    """Serve `app` on a daemon thread (port 0 picks a free port); for tests and embedding."""
+    """Serve `app` on a daemon thread (port 0 picks a free port); for tests and embedding.
+
+    Queue functions run given a `queue_source`, or `queues`: a MessageQueue polled with
+    the retry and poison settings of host.json (`PortQueueSource.from_host_json`)."""
+    if queue_source is None and queues is not None:
+        queue_source = PortQueueSource.from_host_json(queues)
     server = _Server((host, port), FunctionHost(app, route_prefix))
     background = BackgroundRunner(server.function_host.index, queue_source, run_timers)
     thread = threading.Thread(target=server.serve_forever, name="funchost-http", daemon=True)
@@ -255,9 +265,12 @@ def serve_forever(
     *,
     route_prefix: str | None = None,
     queue_source: QueueSource | None = None,
+    queues: MessageQueue | None = None,
 ) -> None:
     """Serve `app` in the calling thread until interrupted (the CLI entry point)."""
-    running = start_in_thread(app, host, port, route_prefix=route_prefix, queue_source=queue_source)
+    running = start_in_thread(
+        app, host, port, route_prefix=route_prefix, queue_source=queue_source, queues=queues
+    )
     function_host = running.server.function_host
     base = f"{running.url}/{function_host.prefix}".rstrip("/")
     for route in function_host.index.http_routes:

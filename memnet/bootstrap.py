@@ -15,8 +15,9 @@ from memnet.auth import Authenticator
 from memnet.clock import SystemClock
 from memnet.context import ContextService
 from memnet.documents import DocumentService
+from memnet.events import EventService
 from memnet.idempotency import IdempotencyStore
-from memnet.ports import BlobStore, Clock
+from memnet.ports import BlobStore, Clock, MessageQueue, SearchIndex
 from memnet.registry import ProfileRegistry, load_registry
 from memnet.settings import Settings
 from memnet.similarity import LexicalSimilarity, Similarity
@@ -31,6 +32,9 @@ class Services:
     documents: DocumentService
     audit: AuditLog
     context: ContextService
+    events: EventService
+    queue: MessageQueue
+    index: SearchIndex
 
 
 def build(
@@ -40,6 +44,8 @@ def build(
     authenticator: Authenticator | None = None,
     clock: Clock | None = None,
     similarity: Similarity | None = None,
+    queue: MessageQueue | None = None,
+    index: SearchIndex | None = None,
 ) -> Services:
     """Wire everything; ``blobs``/``authenticator``/``clock`` override the configured ones."""
     clock = clock or SystemClock()
@@ -55,7 +61,12 @@ def build(
     documents = DocumentService(blobs, registry, audit, idempotency, clock)
     context = ContextService(blobs, registry, similarity or LexicalSimilarity())
     auth = authenticator or _authenticator(settings)
-    return Services(settings, blobs, registry, auth, documents, audit, context)
+    queue = queue or message_queue(settings)
+    index = index or search_index(settings)
+    events = EventService(blobs, index, queue, idempotency, clock)
+    return Services(
+        settings, blobs, registry, auth, documents, audit, context, events, queue, index
+    )
 
 
 def blob_store(settings: Settings) -> BlobStore:
@@ -76,6 +87,34 @@ def blob_store(settings: Settings) -> BlobStore:
     from memnet.adapters.local.blobstore import FileBlobStore
 
     return FileBlobStore(settings.data_dir, settings.blob_container)
+
+
+def message_queue(settings: Settings) -> MessageQueue:
+    """Azure Storage Queues beside Azure Blob; else a SQLite file in the data directory."""
+    if settings.storage == "azure":
+        from memnet.adapters.azure.queue import AzureStorageQueue
+
+        if settings.queue_connection_string:
+            return AzureStorageQueue.from_connection_string(settings.queue_connection_string)
+        assert settings.queue_account_url is not None  # Settings.check guarantees one
+        return AzureStorageQueue.from_account_url(settings.queue_account_url)
+    from memnet.adapters.local.queue import SqliteQueue
+
+    return SqliteQueue(settings.data_dir / "queue.sqlite3")
+
+
+def search_index(settings: Settings) -> SearchIndex:
+    """Azure AI Search when configured; else SQLite FTS5 in the data directory."""
+    if settings.search == "azure":
+        from memnet.adapters.azure.search import AzureSearchIndex
+
+        assert settings.search_endpoint is not None  # Settings.check guarantees it
+        return AzureSearchIndex.from_settings(
+            settings.search_endpoint, settings.search_index_name, settings.search_api_key
+        )
+    from memnet.adapters.local.search import SqliteSearchIndex
+
+    return SqliteSearchIndex(settings.data_dir / "search.sqlite3")
 
 
 def _authenticator(settings: Settings) -> Authenticator:

@@ -26,6 +26,12 @@ class Settings:
     idempotency_lease_seconds: int = 30
     max_body_bytes: int = 1_048_576
     history_limit: int = 100
+    queue_connection_string: str | None = None
+    queue_account_url: str | None = None
+    search: str = "local"
+    search_endpoint: str | None = None
+    search_index_name: str = "memnet-events"
+    search_api_key: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -41,6 +47,13 @@ class Settings:
             idempotency_ttl_seconds=_int(env, "MEMNET_IDEMPOTENCY_TTL_SECONDS", 86_400),
             idempotency_lease_seconds=_int(env, "MEMNET_IDEMPOTENCY_LEASE_SECONDS", 30),
             max_body_bytes=_int(env, "MEMNET_MAX_BODY_BYTES", 1_048_576),
+            # The names the Functions queue trigger's connection "MEMNET_QUEUE" reads too.
+            queue_connection_string=env.get("MEMNET_QUEUE") or None,
+            queue_account_url=env.get("MEMNET_QUEUE__queueServiceUri") or None,
+            search=env.get("MEMNET_SEARCH", "local"),
+            search_endpoint=env.get("MEMNET_SEARCH_ENDPOINT") or None,
+            search_index_name=env.get("MEMNET_SEARCH_INDEX", "memnet-events"),
+            search_api_key=env.get("MEMNET_SEARCH_API_KEY") or None,
         )
         settings.check()
         return settings
@@ -54,6 +67,16 @@ class Settings:
                 "MEMNET_BLOB_CONNECTION_STRING",
                 "azure storage needs it or MEMNET_BLOB_ACCOUNT_URL",
             )
+        if self.storage == "azure" and not (self.queue_connection_string or self.queue_account_url):
+            raise ConfigError(
+                "settings",
+                "MEMNET_QUEUE",
+                "azure storage needs it (connection string) or MEMNET_QUEUE__queueServiceUri",
+            )
+        if self.search not in STORAGE_KINDS:
+            raise ConfigError("settings", "MEMNET_SEARCH", f"must be one of {STORAGE_KINDS}")
+        if self.search == "azure" and not self.search_endpoint:
+            raise ConfigError("settings", "MEMNET_SEARCH_ENDPOINT", "azure search needs it")
         if self.callers_file is None:
             raise ConfigError(
                 "settings",

@@ -1,11 +1,13 @@
 """Azurite, the Azure Storage emulator, as a real local server for the contract tests.
 
 It comes from the npm package pinned in ``package.json`` (``npm install``). Each service
-(``azurite-blob``, later ``azurite-queue``) runs as its own process on a free port, in
-memory, and is terminated when the test session ends.
+(``azurite-blob``, ``azurite-queue``) runs as its own process on a free port, in memory,
+and is terminated when the test session ends.
 
-The ``azurite`` fixture is defined here so any test directory can use it: import it into
-a ``conftest.py`` (``from tests.azurite import azurite``).
+The fixtures are defined here so any test directory can use them: import them into a
+``conftest.py`` (``from tests.azurite import azurite, azurite_queue``). ``azurite`` is
+the blob service; ``azurite_queue`` adds the queue service to it, started only when a
+test asks for it.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Azurite:
     """What tests need to reach the emulator."""
 
     blob: AzuriteService
+    queue: AzuriteService | None = None
 
     @property
     def blob_port(self) -> int:
@@ -70,7 +73,16 @@ class Azurite:
     def blob_connection_string(self) -> str:
         return connection_string(BlobEndpoint=self.blob.endpoint)
 
+    @property
+    def queue_connection_string(self) -> str:
+        """Blob and queue endpoints (the queue service must run: ``azurite_queue``)."""
+        if self.queue is None:
+            raise RuntimeError("the Azurite queue service runs only for `azurite_queue` users")
+        return connection_string(BlobEndpoint=self.blob.endpoint, QueueEndpoint=self.queue.endpoint)
+
     def stop(self) -> None:
+        if self.queue is not None:
+            self.queue.stop()
         self.blob.stop()
 
 
@@ -175,3 +187,15 @@ def azurite() -> Iterator[Azurite]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def azurite_queue(azurite: Azurite) -> Iterator[Azurite]:
+    """The session's Azurite with its queue service running too (started on first use)."""
+    require("queue")
+    azurite.queue = start_service("queue")
+    try:
+        yield azurite
+    finally:
+        azurite.queue.stop()
+        azurite.queue = None

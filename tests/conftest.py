@@ -14,13 +14,13 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.settings import Settings
-from tests.azurite import azurite
+from tests.azurite import azurite, azurite_queue
 from tests.clients import ApiClient, DirectClient, HttpClient
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT_KEY, ADMIN_KEY = "dev-agent-key", "dev-admin-key"
 
-__all__ = ["azurite"]
+__all__ = ["azurite", "azurite_queue"]
 
 
 def make_settings(data_dir: Path, **overrides: object) -> Settings:
@@ -30,18 +30,25 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
     return Settings(**{**base.__dict__, **overrides})  # type: ignore[arg-type]
 
 
+def backend_settings(request: pytest.FixtureRequest, backend: str, data_dir: Path) -> Settings:
+    """Settings for one storage backend: local files and SQLite, or Azure Blob and Azure
+    Storage Queues on the session's Azurite (the search index is the embedded one on both)."""
+    if backend == "local":
+        return make_settings(data_dir)
+    server = request.getfixturevalue("azurite_queue")
+    return make_settings(
+        data_dir,
+        storage="azure",
+        blob_connection_string=server.blob_connection_string,
+        queue_connection_string=server.queue_connection_string,
+        blob_container=f"api-{uuid.uuid4().hex}",
+    )
+
+
 @pytest.fixture(params=["local", "azurite"])
 def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
-    """The whole service on each storage backend: local files, or Azure Blob on Azurite."""
-    settings = make_settings(tmp_path / "data")
-    if request.param == "azurite":
-        server = request.getfixturevalue("azurite")
-        settings = make_settings(
-            tmp_path / "data",
-            storage="azure",
-            blob_connection_string=server.blob_connection_string,
-            blob_container=f"api-{uuid.uuid4().hex}",
-        )
+    """The whole service on each storage backend."""
+    settings = backend_settings(request, request.param, tmp_path / "data")
     built = bootstrap.build(settings)
     bootstrap.install(built)
     yield built

@@ -23,13 +23,15 @@ _KEY = re.compile(r"[\x21-\x7e]{1,255}")
 _ETAG = re.compile(r'(W/)?"[\x21\x23-\x7e]{1,200}"')
 
 
-def json_body(request: ApiRequest, limit: int, allowed: frozenset[str]) -> dict[str, Any]:
-    """The body as a JSON object with only ``allowed`` members."""
+def json_body(request: ApiRequest, limit: int, allowed: frozenset[str] | None) -> dict[str, Any]:
+    """The body as a JSON object with only ``allowed`` members (None: any)."""
     if len(request.body) > limit:
         raise PayloadTooLarge(f"Body exceeds {limit} bytes.", limit=limit)
     body = _parse(request.body)
     if not isinstance(body, dict):
         raise BadRequest("Body must be a JSON object.", code="MALFORMED_JSON")
+    if allowed is None:
+        return body
     unknown = sorted(set(body) - allowed)
     if unknown:
         raise BadRequest(

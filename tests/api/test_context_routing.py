@@ -11,7 +11,6 @@ floor measured on this set.
 from __future__ import annotations
 
 import json
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from tests.clients import ApiClient, DirectClient, HttpClient, Reply
-from tests.conftest import ADMIN_KEY, AGENT_KEY, doc_url, make_settings
+from tests.conftest import ADMIN_KEY, AGENT_KEY, backend_settings, doc_url
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "routing"
 USER = json.loads((DATA / "user.json").read_text(encoding="utf-8"))
@@ -74,15 +73,7 @@ def outcome(case: dict[str, Any], reply: Reply) -> tuple[bool, Any]:
 @pytest.fixture(scope="module", params=["local", "azurite"])
 def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     data_dir = tmp_path_factory.mktemp("routing") / "data"
-    settings = make_settings(data_dir)
-    if request.param == "azurite":
-        server = request.getfixturevalue("azurite")
-        settings = make_settings(
-            data_dir,
-            storage="azure",
-            blob_connection_string=server.blob_connection_string,
-            blob_container=f"routing-{uuid.uuid4().hex}",
-        )
+    settings = backend_settings(request, request.param, data_dir)
     built = bootstrap.build(settings)
     bootstrap.install(built)
     load_user(DirectClient(AGENT_KEY))

@@ -21,17 +21,14 @@ from typing import TYPE_CHECKING, TypedDict
 from azure.core import MatchConditions
 from azure.core.exceptions import (
     AzureError,
-    ClientAuthenticationError,
-    HttpResponseError,
     ResourceExistsError,
     ResourceModifiedError,
     ResourceNotFoundError,
     ResourceNotModifiedError,
-    ServiceRequestError,
-    ServiceResponseError,
 )
 from azure.storage.blob import ContainerClient
 
+from memnet.adapters.azure.errors import error_code, is_unavailable
 from memnet.ports import (
     Blob,
     BlobNotFound,
@@ -65,7 +62,6 @@ def _not_modified() -> Iterator[None]:
 
 # Errors that say the container, not the blob, is unusable: a deployment problem (503).
 _CONTAINER_CODES = frozenset({"ContainerNotFound", "ContainerBeingDeleted", "ContainerDisabled"})
-_TRANSIENT_STATUSES = frozenset({408, 429})
 _UNCONDITIONAL = Condition()
 
 
@@ -189,7 +185,7 @@ def map_azure_errors(name: str) -> Iterator[None]:
 
 def translate(name: str, error: AzureError) -> StorageError:
     """The port error for one SDK error (see :func:`map_azure_errors`)."""
-    code = _error_code(error)
+    code = error_code(error)
     status = getattr(error, "status_code", None)
     if code in _CONTAINER_CODES:
         return StorageUnavailable(f"blob container unusable: {code}")
@@ -197,7 +193,7 @@ def translate(name: str, error: AzureError) -> StorageError:
         return BlobNotFound(name)
     if _is_precondition_failure(error, status, code):
         return PreconditionFailed(name)
-    if _is_unavailable(error, status):
+    if is_unavailable(error, status):
         return StorageUnavailable(f"blob storage unavailable: {type(error).__name__}")
     return StorageError(f"unexpected blob storage error: {type(error).__name__} ({status})")
 
@@ -206,20 +202,3 @@ def _is_precondition_failure(error: AzureError, status: int | None, code: str | 
     if isinstance(error, ResourceModifiedError | ResourceExistsError):
         return True
     return status == 412 or (status == 409 and code == "BlobAlreadyExists")
-
-
-def _is_unavailable(error: AzureError, status: int | None) -> bool:
-    if isinstance(error, ServiceRequestError | ServiceResponseError | ClientAuthenticationError):
-        return True
-    return isinstance(error, HttpResponseError) and (
-        status in _TRANSIENT_STATUSES or (status is not None and status >= 500)
-    )
-
-
-def _error_code(error: AzureError) -> str | None:
-    """The storage error code (``x-ms-error-code``) as a plain string, if any."""
-    code = getattr(error, "error_code", None)
-    if code is None:
-        response = getattr(error, "response", None)
-        code = response.headers.get("x-ms-error-code") if response is not None else None
-    return None if code is None else str(getattr(code, "value", code))

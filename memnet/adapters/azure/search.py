@@ -1,0 +1,297 @@
+"""The Azure :class:`~memnet.ports.SearchIndex`, over ``azure-search-documents`` (sync).
+
+The index is the one ARCHITECTURE.md ("Events") decides, written out in
+``search_index.json`` and applied by :meth:`AzureSearchIndex.ensure_index`: key ``id`` =
+URL-safe base64 of ``tenant|user|event_id`` (also filterable and sortable, so
+:meth:`~AzureSearchIndex.list_event_ids` can page by key past the 100,000 ``$skip``
+limit), ``digest`` and ``keywords`` searchable with ``en.microsoft``, BM25 with keywords
+weighted 1.5 (the default scoring profile, as in the SQLite index).
+
+Every query's OData filter starts with ``tenant_id eq '..' and user_id eq '..'``; string
+literals double their single quotes, collections match with ``any()`` + ``search.in``.
+The query text goes to the simple parser with ``searchMode=any`` and every operator
+character backslash-escaped, so user input is only ever terms. Text without a letter or
+digit is treated as empty: ``*`` ordered by ``timestamp desc``.
+
+Every SDK exception is translated in one place, :func:`map_search_errors`. The
+constructor does no I/O; clients are built on first use, once per index object.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from azure.core.credentials import AzureKeyCredential
+from azure.core.exceptions import (
+    AzureError,
+    ClientAuthenticationError,
+    ServiceRequestError,
+    ServiceResponseError,
+)
+from azure.search.documents import SearchClient
+from azure.search.documents.indexes import SearchIndexClient
+
+from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
+
+if TYPE_CHECKING:
+    from azure.core.credentials import TokenCredential
+
+    Credential = AzureKeyCredential | TokenCredential
+
+INDEX_DEFINITION = Path(__file__).with_name("search_index.json")
+SEARCH_FIELDS = ["digest", "keywords"]
+BATCH = 1000  # documents per indexing request (the service's limit)
+PAGE = 1000
+_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
+_WORD = re.compile(r"[^\W_]")
+_DELIMITERS = ",|;~^#"
+_TRANSIENT_STATUSES = frozenset({408, 429})
+_TRANSIENT_ITEM_STATUSES = frozenset({409, 422, 503})  # per-document retryable (SDK's list)
+
+
+class AzureSearchIndex:
+    """Event digests in one Azure AI Search index; every query scoped to one user."""
+
+    def __init__(
+        self, endpoint: str, index_name: str, credential: Credential | None = None, **options: Any
+    ) -> None:
+        """``options`` go to both SDK clients (``transport``, ``retry_total``, ...)."""
+        self._endpoint = endpoint
+        self._index_name = index_name
+        self._credential = credential
+        self._options = options
+        self._clients: tuple[SearchIndexClient, SearchClient] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(
+        cls, endpoint: str, index_name: str, api_key: str | None = None
+    ) -> AzureSearchIndex:
+        """An api-key index when a key is set, else identity-based (DefaultAzureCredential)."""
+        return cls(endpoint, index_name, AzureKeyCredential(api_key) if api_key else None)
+
+    def describe(self) -> str:
+        return f"azure ai search index {self._index_name} at {self._endpoint}"
+
+    def ensure_index(self) -> None:
+        """Create the index, or update it to ``search_index.json`` (idempotent PUT)."""
+        definition = {**json.loads(INDEX_DEFINITION.read_text()), "name": self._index_name}
+        with map_search_errors():
+            self._index_client.create_or_update_index(definition)
+
+    def upsert(self, events: list[IndexedEvent]) -> None:
+        """mergeOrUpload with every field set, so an existing entry is fully replaced."""
+        documents = [document(event) for event in events]
+        self._send(self._documents.merge_or_upload_documents, documents)
+
+    def delete(self, tenant_id: str, user_id: str, event_ids: list[str]) -> None:
+        """Delete by key; the service reports missing keys as deleted."""
+        keys = [{"id": document_key(tenant_id, user_id, event_id)} for event_id in event_ids]
+        self._send(self._documents.delete_documents, keys)
+
+    def search(self, query: EventQuery) -> list[EventHit]:
+        """Best first (BM25) for text, else newest first; only the query's tenant and user."""
+        if query.top_k <= 0:
+            return []
+        text = search_text(query.text)
+        with map_search_errors():
+            results = self._documents.search(
+                search_text=text or "*",
+                filter=odata_filter(query),
+                top=query.top_k,
+                order_by=None if text else ["timestamp desc"],
+                search_fields=SEARCH_FIELDS,
+                query_type="simple",
+                search_mode="any",
+                select=["id", "timestamp"],
+            )
+            return [_hit(result) for result in islice(results, query.top_k)]
+
+    def list_event_ids(
+        self, tenant_id: str, user_id: str | None = None
+    ) -> Iterator[tuple[str, str, str]]:
+        """Stream every entry in scope, a page at a time, keyed by ``id`` (no ``$skip``)."""
+        scope = _scope_filter(tenant_id, user_id)
+        after: str | None = None
+        while True:
+            page = self._keys_after(scope, after)
+            yield from (identity(key) for key in page)
+            if len(page) < PAGE:
+                return
+            after = page[-1]
+
+    def _keys_after(self, scope: str, after: str | None) -> list[str]:
+        expression = scope if after is None else f"{scope} and id gt {odata_string(after)}"
+        with map_search_errors():
+            results = self._documents.search(
+                search_text="*", filter=expression, order_by=["id asc"], select=["id"], top=PAGE
+            )
+            return [str(result["id"]) for result in islice(results, PAGE)]
+
+    def _send(self, action: Callable[..., Sequence[Any]], documents: list[dict[str, Any]]) -> None:
+        for start in range(0, len(documents), BATCH):
+            with map_search_errors():
+                results = action(documents[start : start + BATCH])
+            _check_results(results)
+
+    @property
+    def _index_client(self) -> SearchIndexClient:
+        return self._built()[0]
+
+    @property
+    def _documents(self) -> SearchClient:
+        return self._built()[1]
+
+    def _built(self) -> tuple[SearchIndexClient, SearchClient]:
+        if self._clients is None:
+            with self._lock:
+                if self._clients is None:
+                    credential = self._credential or _default()
+                    self._clients = (
+                        SearchIndexClient(self._endpoint, credential, **self._options),
+                        SearchClient(self._endpoint, self._index_name, credential, **self._options),
+                    )
+        return self._clients
+
+
+def _default() -> TokenCredential:
+    from azure.identity import DefaultAzureCredential  # slow import: only when used
+
+    return DefaultAzureCredential()
+
+
+# -- documents, keys and queries (pure) -------------------------------------------------
+
+
+def document_key(tenant_id: str, user_id: str, event_id: str) -> str:
+    """URL-safe base64 of ``tenant|user|event_id`` (keys allow letters, digits, _ - =)."""
+    return base64.urlsafe_b64encode(f"{tenant_id}|{user_id}|{event_id}".encode()).decode()
+
+
+def identity(key: str) -> tuple[str, str, str]:
+    """(tenant, user, event_id) of a key; identifiers never contain ``|`` (ARCHITECTURE 2)."""
+    tenant_id, user_id, event_id = base64.urlsafe_b64decode(key).decode().split("|", 2)
+    return tenant_id, user_id, event_id
+
+
+def document(event: IndexedEvent) -> dict[str, Any]:
+    return {
+        "id": document_key(event.tenant_id, event.user_id, event.event_id),
+        "tenant_id": event.tenant_id,
+        "user_id": event.user_id,
+        "service_id": event.service_id,
+        "source_type": event.source_type,
+        "project_ids": list(event.project_ids),
+        "keywords": list(event.keywords),
+        "digest": event.digest,
+        "timestamp": utc(event.timestamp),
+        "snapshot_uri": event.snapshot_uri,
+        "evidence": event.evidence,
+    }
+
+
+def search_text(text: str) -> str | None:
+    """The text with every simple-syntax operator escaped; None if it has no word."""
+    return _SPECIAL.sub(r"\\\1", text) if _WORD.search(text) else None
+
+
+def odata_string(value: str) -> str:
+    """An OData string literal: single quotes doubled."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def odata_filter(query: EventQuery) -> str:
+    """Tenant and user first, always; then each filter, any-of within a field, AND-ed."""
+    parts = [_scope_filter(query.tenant_id, query.user_id)]
+    if query.since is not None:
+        parts.append(f"timestamp ge {utc(query.since)}")
+    if query.until is not None:
+        parts.append(f"timestamp lt {utc(query.until)}")
+    if query.service_ids:
+        parts.append(_any_of("service_id", query.service_ids))
+    if query.source_types:
+        parts.append(_any_of("source_type", query.source_types))
+    if query.project_ids:
+        parts.append(f"project_ids/any(p: {_any_of('p', query.project_ids)})")
+    if query.keywords:
+        parts.append(f"keywords/any(k: {_any_of('k', query.keywords)})")
+    return " and ".join(parts)
+
+
+def _scope_filter(tenant_id: str, user_id: str | None) -> str:
+    tenant = f"tenant_id eq {odata_string(tenant_id)}"
+    return tenant if user_id is None else f"{tenant} and user_id eq {odata_string(user_id)}"
+
+
+def _any_of(variable: str, values: Sequence[str]) -> str:
+    """``search.in`` with a delimiter no value contains; else an ``eq`` disjunction."""
+    delimiter = next((d for d in _DELIMITERS if not any(d in v for v in values)), None)
+    if delimiter is None:
+        return "(" + " or ".join(f"{variable} eq {odata_string(v)}" for v in values) + ")"
+    listed = odata_string(delimiter.join(values))
+    return f"search.in({variable}, {listed}, {odata_string(delimiter)})"
+
+
+def utc(value: str) -> str:
+    """An RFC 3339 timestamp with an offset as UTC ``...Z`` (ValueError otherwise)."""
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp without a UTC offset: {value!r}")
+    moment = moment.astimezone(UTC)
+    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+
+
+def _hit(result: Mapping[str, Any]) -> EventHit:
+    return EventHit(
+        event_id=identity(str(result["id"]))[2],
+        score=float(result.get("@search.score") or 0.0),
+        timestamp=utc(str(result["timestamp"])),
+    )
+
+
+# -- the one error boundary -------------------------------------------------------------
+
+
+@contextmanager
+def map_search_errors() -> Iterator[None]:
+    """Translate any Azure SDK exception raised inside into a :mod:`memnet.ports` error,
+    chained to the original."""
+    try:
+        yield
+    except AzureError as e:
+        raise translate(e) from e
+
+
+def translate(error: AzureError) -> StorageError:
+    """Transient (network, token acquisition, 408, 429, 5xx) -> StorageUnavailable; any
+    other (400 bad request, 401/403 rejected key, 404 missing index, ...) -> StorageError."""
+    status = getattr(error, "status_code", None)
+    name = type(error).__name__
+    if isinstance(error, ServiceRequestError | ServiceResponseError):
+        return StorageUnavailable(f"search service unreachable: {name}")
+    if isinstance(error, ClientAuthenticationError) and status is None:
+        return StorageUnavailable(f"search credential unavailable: {name}")
+    if isinstance(status, int) and (status in _TRANSIENT_STATUSES or status >= 500):
+        return StorageUnavailable(f"search service unavailable: {status}")
+    return StorageError(f"search service error: {name} ({status})")
+
+
+def _check_results(results: Sequence[Any]) -> None:
+    """The service answers 207 when some documents failed; those fail the call."""
+    failed = [r for r in results if not r.succeeded]
+    if not failed:
+        return
+    detail = ", ".join(f"{r.status_code}: {r.error_message}" for r in failed[:3])
+    if all(r.status_code in _TRANSIENT_ITEM_STATUSES for r in failed):
+        raise StorageUnavailable(f"{len(failed)} documents not indexed, retryable ({detail})")
+    raise StorageError(f"{len(failed)} documents not indexed ({detail})")

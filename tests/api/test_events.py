@@ -1,0 +1,232 @@
+"""Event digests through the API (spec 9.2, 10.5, 10.6): write, read, search, index
+failures, reindex. Runs directly and over HTTP, on local storage and on Azurite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memnet.bootstrap import Services
+from memnet.ports import IndexedEvent
+from tests.clients import ApiClient, Reply
+
+BASE = "/v1/tenants/t1/users/u1"
+
+
+def event(**changes: Any) -> dict[str, Any]:
+    body = {
+        "service_id": "assistant-a",
+        "timestamp": "2026-02-14T20:00:00Z",
+        "source_type": "chat",
+        "digest": "User asked to split memory by contention and lifecycle.",
+        "keywords": ["memory", "config"],
+        "project_ids": ["project-alpha"],
+        "evidence": {"message_ids": ["m12", "m13"], "span": {"start": 12, "end": 13}},
+    }
+    return {k: v for k, v in {**body, **changes}.items() if v is not ...}
+
+
+def post(client: ApiClient, body: dict[str, Any], key: str, base: str = BASE) -> Reply:
+    return client.request("POST", base + "/events", body, {"Idempotency-Key": key})
+
+
+def search(client: ApiClient, base: str = BASE, **body: Any) -> Reply:
+    return client.request("POST", base + "/events:search", body)
+
+
+def ids(reply: Reply) -> list[str]:
+    assert reply.status == 200, reply.data
+    return [r["event"]["event_id"] for r in reply.data["results"]]
+
+
+def drain(services: Services) -> int:
+    """Run the index worker over every queued job, as the queue trigger would."""
+    done = 0
+    while messages := services.queue.receive("memnet-index", max_messages=32):
+        for message in messages:
+            services.events.handle_job(message.body)
+            services.queue.delete("memnet-index", message)
+            done += 1
+    return done
+
+
+def test_write_stores_and_indexes_then_reads_back(client: ApiClient):
+    reply = post(client, event(), "k1")
+    assert reply.status == 201 and reply.data["indexed"] is True
+    stored = reply.data["event"]
+    assert stored["event_id"].startswith("evt_") and stored["tenant_id"] == "t1"
+    got = client.request("GET", f"{BASE}/events/{stored['event_id']}")
+    assert got.status == 200 and got.data == stored
+    assert ids(search(client, text="contention")) == [stored["event_id"]]
+
+
+def test_retry_with_same_key_returns_the_same_event(client: ApiClient):
+    first = post(client, event(), "k1")
+    again = post(client, event(), "k1")
+    assert again.status == 201 and again.data == first.data
+    assert again.headers["idempotent-replayed"] == "true"
+    assert post(client, event(digest="other"), "k1").error_code == "IDEMPOTENCY_KEY_REUSED"
+    assert len(ids(search(client))) == 1
+
+
+def test_explicit_event_id_is_idempotent_and_guards_its_content(client: ApiClient):
+    assert post(client, event(event_id="evt_1"), "k1").status == 201
+    assert post(client, event(event_id="evt_1"), "k2").status == 200
+    clash = post(client, event(event_id="evt_1", digest="different"), "k3")
+    assert clash.status == 409 and clash.error_code == "EVENT_EXISTS"
+
+
+def test_body_naming_another_user_is_rejected(client: ApiClient):
+    reply = post(client, event(user_id="u2"), "k1")
+    assert reply.status == 400 and reply.error_code == "SCOPE_MISMATCH"
+    assert client.request("GET", f"{BASE}/events/evt_x").status == 404
+
+
+def test_missing_event_is_404(client: ApiClient):
+    reply = client.request("GET", f"{BASE}/events/evt_nope")
+    assert reply.status == 404 and reply.error_code == "EVENT_NOT_FOUND"
+
+
+def seed(client: ApiClient) -> dict[str, str]:
+    rows = {
+        "alpha-latency": event(
+            digest="Retrieval latency regressed in project alpha search.",
+            timestamp="2026-03-01T10:00:00Z",
+            keywords=["latency"],
+        ),
+        "beta-billing": event(
+            digest="Billing export for beta failed overnight.",
+            timestamp="2026-03-02T10:00:00+02:00",
+            service_id="assistant-b",
+            project_ids=["beta"],
+            keywords=["billing"],
+            source_type="email",
+        ),
+        "alpha-plan": event(
+            digest="Planned the alpha roadmap and memory budgets.",
+            timestamp="2026-03-03T10:00:00Z",
+            keywords=["roadmap"],
+        ),
+    }
+    return {name: post(client, body, name).data["event"]["event_id"] for name, body in rows.items()}
+
+
+def test_search_ranks_by_relevance_and_empty_text_is_newest_first(client: ApiClient):
+    made = seed(client)
+    assert ids(search(client, text="latency alpha"))[0] == made["alpha-latency"]
+    assert ids(search(client)) == [made["alpha-plan"], made["beta-billing"], made["alpha-latency"]]
+    result = search(client, text="billing").data["results"][0]
+    assert result["score"] > 0 and result["pointers"]["evidence"]["message_ids"] == ["m12", "m13"]
+
+
+def test_search_filters(client: ApiClient):
+    made = seed(client)
+    assert ids(search(client, service_id="assistant-b")) == [made["beta-billing"]]
+    assert ids(search(client, project_id=["beta"])) == [made["beta-billing"]]
+    assert ids(search(client, source_type="email")) == [made["beta-billing"]]
+    assert ids(search(client, keywords=["roadmap"])) == [made["alpha-plan"]]
+    window = {"from": "2026-03-02T07:00:00Z", "to": "2026-03-03T10:00:00Z"}
+    assert ids(search(client, time_range=window)) == [made["beta-billing"]]
+    assert ids(search(client, text="alpha", project_id="beta")) == []
+
+
+def test_search_never_crosses_users_or_tenants(client: ApiClient):
+    seed(client)
+    other = "/v1/tenants/t2/users/u1"
+    post(client, event(digest="Retrieval latency for someone else."), "o1", base=other)
+    assert all(
+        r["event"]["tenant_id"] == "t1" for r in search(client, text="latency").data["results"]
+    )
+    assert len(ids(search(client, base="/v1/tenants/t1/users/u2", text="latency"))) == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"',
+        "*",
+        "NEAR(alpha latency)",
+        "alpha AND",
+        "(",
+        ")",
+        "digest:alpha",
+        "-alpha",
+        "^",
+        "",
+        "!!!",
+        "a" * 1000,
+        "alpha OR",
+        "' OR 1=1 --",
+        "alpha\\",
+    ],
+)
+def test_hostile_query_text_is_searched_not_executed(client: ApiClient, text: str):
+    seed(client)
+    reply = search(client, text=text)
+    assert reply.status == 200, reply.data
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"top_k": 0}, "INVALID_FIELD"),
+        ({"top_k": 101}, "INVALID_FIELD"),
+        ({"top_k": "5"}, "INVALID_FIELD"),
+        ({"text": "x" * 1001}, "INVALID_FIELD"),
+        ({"text": 5}, "INVALID_FIELD"),
+        ({"time_range": {"from": "yesterday"}}, "INVALID_FIELD"),
+        ({"time_range": {"from": "2026-03-02T00:00:00"}}, "INVALID_FIELD"),
+        (
+            {"time_range": {"from": "2026-03-03T00:00:00Z", "to": "2026-03-02T00:00:00Z"}},
+            "INVALID_FIELD",
+        ),
+        ({"service_id": ["a b"]}, "INVALID_FIELD"),
+        ({"keywords": "memory"}, "INVALID_FIELD"),
+        ({"tenant_id": "t2"}, "UNKNOWN_FIELD"),
+        ({"recency_half_life_days": 0}, "INVALID_FIELD"),
+    ],
+)
+def test_bad_search_requests_are_400(client: ApiClient, body: dict[str, Any], code: str):
+    reply = search(client, **body)
+    assert (reply.status, reply.error_code) == (400, code), reply.data
+
+
+def test_recency_weighting_prefers_newer_equal_matches(client: ApiClient):
+    old = post(
+        client, event(digest="Cache warmup notes.", timestamp="2025-01-01T00:00:00Z"), "old"
+    ).data["event"]["event_id"]
+    new = post(
+        client, event(digest="Cache warmup notes.", timestamp="2026-11-01T00:00:00Z"), "new"
+    ).data["event"]["event_id"]
+    assert ids(search(client, text="cache warmup", recency_half_life_days=30))[0] == new
+    assert old in ids(search(client, text="cache warmup"))
+
+
+def test_reindex_rebuilds_the_same_results_and_drops_stale_entries(
+    client: ApiClient, admin: ApiClient, services: Services
+):
+    seed(client)
+    queries = [{"text": "alpha"}, {"text": "billing export"}, {}, {"keywords": ["latency"]}]
+    before = [ids(search(client, **q)) for q in queries]
+    services.index.delete("t1", "u1", ids(search(client)))
+    services.index.upsert(
+        [
+            IndexedEvent(
+                "t1", "u1", "evt_ghost", "2026-03-04T00:00:00Z", "s", "chat", "ghost alpha entry"
+            )
+        ]
+    )
+    assert ids(search(client, text="alpha")) == []  # the ghost's blob is gone: skipped
+    drain(services)  # the search queued the ghost's removal
+    assert services.queue.count("memnet-index") == 0
+    reply = admin.request("POST", "/v1/admin/reindex", {"tenant_id": "t1", "user_id": "u1"})
+    assert reply.status == 202 and reply.data["events"] == 3
+    assert drain(services) >= 1
+    assert [ids(search(client, **q)) for q in queries] == before
+
+
+def test_reindex_needs_admin_and_scope(client: ApiClient, admin: ApiClient):
+    assert client.request("POST", "/v1/admin/reindex", {"tenant_id": "t1"}).status == 403
+    assert admin.request("POST", "/v1/admin/reindex", {"user_id": "u1"}).status == 400
+    assert admin.request("POST", "/v1/admin/reindex", {}).status == 202
