@@ -1,4 +1,6 @@
-"""Command line: ``python -m memnet serve`` runs this project's Functions app locally.
+"""Command line: ``python -m memnet serve`` runs this project's Functions app locally
+(HTTP functions and the queue-triggered index worker); ``reindex`` and
+``create-search-index`` are operator commands over the configured backends.
 
 The host lives in ``funchost`` (outside the core, since only entry points may import
 ``azure.functions``); this module only parses arguments and hands over.
@@ -7,12 +9,19 @@ The host lives in ``funchost`` (outside the core, since only entry points may im
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
+from memnet.auth import ANY, Caller
 from memnet.errors import ConfigError
+from memnet.events import INDEX_QUEUE
+
+if TYPE_CHECKING:
+    from memnet.bootstrap import Services
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -20,13 +29,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     # The Azure SDK logs every HTTP call's headers at INFO: noise, and slow on a hot path.
     logging.getLogger("azure").setLevel(logging.WARNING)
-    if args.command == "hash-key":
-        from memnet.adapters.local.apikeys import hash_key
-
-        print(hash_key(args.key))
-        return 0
     try:
-        return _serve(args)
+        return COMMANDS[args.command](args)
     except ConfigError as error:
         print(f"mem.net cannot start: {error}", file=sys.stderr)
         return 2
@@ -46,22 +50,94 @@ def _parser() -> argparse.ArgumentParser:
     )
     hashing = commands.add_parser("hash-key", help="print the SHA-256 to put in a callers file")
     hashing.add_argument("key")
+    reindex = commands.add_parser(
+        "reindex", help="queue a rebuild of the event search index from the event blobs"
+    )
+    reindex.add_argument("--tenant", help="only this tenant (default: every tenant)")
+    reindex.add_argument("--user", help="only this user of --tenant")
+    reindex.add_argument(
+        "--drain",
+        action="store_true",
+        help="also run the index worker here until the queue is empty (no server running)",
+    )
+    _settings_option(reindex)
+    create = commands.add_parser(
+        "create-search-index", help="create or update the Azure AI Search index (idempotent)"
+    )
+    _settings_option(create)
     return parser
 
 
-def _serve(args: argparse.Namespace) -> int:
-    from funchost import load_local_settings, serve_forever
+def _settings_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--data-dir", help="overrides MEMNET_DATA_DIR")
+    command.add_argument("--settings", default="local.settings.json", help="values file")
+
+
+def _load(args: argparse.Namespace) -> Services:
+    from funchost import load_local_settings
 
     load_local_settings(args.settings)
     if args.data_dir:
         os.environ["MEMNET_DATA_DIR"] = args.data_dir
     from memnet import bootstrap
 
-    bootstrap.services()  # fail fast on bad settings, profiles or callers, before serving
+    return bootstrap.services()
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from funchost import serve_forever
+
+    services = _load(args)  # fail fast on bad settings, profiles or callers, before serving
     import function_app
 
-    serve_forever(function_app.app, args.host, args.port)
+    serve_forever(function_app.app, args.host, args.port, queues=services.queue)
     return 0
+
+
+def _hash_key(args: argparse.Namespace) -> int:
+    from memnet.adapters.local.apikeys import hash_key
+
+    print(hash_key(args.key))
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    """Queue the rebuild as the admin route does, acting as the operator (the audit actor
+    ``operator:cli``); with ``--drain``, also work the queue off here."""
+    if args.user and not args.tenant:
+        print("--user needs --tenant", file=sys.stderr)
+        return 2
+    services = _load(args)
+    receipt = services.events.reindex(OPERATOR, args.tenant, args.user)
+    print(json.dumps(receipt, indent=2))
+    if args.drain:
+        done = services.events.drain()
+        print(f"index worker: {done} jobs done, {services.queue.count(INDEX_QUEUE)} left")
+    return 0
+
+
+def _create_search_index(args: argparse.Namespace) -> int:
+    """Apply ``search_index.json`` to the configured Azure AI Search index (a PUT, so
+    running it again is harmless). The embedded index creates its tables on first use."""
+    services = _load(args)
+    if services.settings.search != "azure":
+        print(f"nothing to create: {services.index.describe()} creates its tables on first use")
+        return 0
+    from memnet.adapters.azure.search import AzureSearchIndex
+
+    assert isinstance(services.index, AzureSearchIndex)  # search == "azure" builds one
+    services.index.ensure_index()
+    print(f"ready: {services.index.describe()}")
+    return 0
+
+
+OPERATOR = Caller("operator:cli", frozenset({ANY}), frozenset({ANY}), frozenset({"admin"}))
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "serve": _serve,
+    "hash-key": _hash_key,
+    "reindex": _reindex,
+    "create-search-index": _create_search_index,
+}
 
 
 if __name__ == "__main__":

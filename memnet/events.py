@@ -245,6 +245,18 @@ class EventService:
         if gone:
             self._index.delete(tenant_id, user_id, gone)
 
+    def drain(self) -> int:
+        """Work off the index queue in this process, as the queue trigger would (the
+        ``reindex --drain`` command; tests). Returns the jobs done. A failing job stays
+        queued, visible again after its visibility timeout, and its error propagates."""
+        done = 0
+        while messages := self._queue.receive(self._queue_name, max_messages=32):
+            for message in messages:
+                self.handle_job(message.body)
+                self._queue.delete(self._queue_name, message)
+                done += 1
+        return done
+
     def now(self) -> str:
         return iso(self._clock.now())
 

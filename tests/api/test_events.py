@@ -42,13 +42,7 @@ def ids(reply: Reply) -> list[str]:
 
 def drain(services: Services) -> int:
     """Run the index worker over every queued job, as the queue trigger would."""
-    done = 0
-    while messages := services.queue.receive("memnet-index", max_messages=32):
-        for message in messages:
-            services.events.handle_job(message.body)
-            services.queue.delete("memnet-index", message)
-            done += 1
-    return done
+    return services.events.drain()
 
 
 def test_write_stores_and_indexes_then_reads_back(client: ApiClient):

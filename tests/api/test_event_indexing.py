@@ -1,0 +1,163 @@
+"""Index failures lose nothing (issue 4, ARCHITECTURE.md "Events"): the event blob is the
+record; when indexing fails the write still succeeds and the real queue-triggered function
+of ``function_app.py``, run by the local host, indexes the event once the index is back.
+Also the operator's ``python -m memnet reindex`` command. Local files and SQLite queue, and
+Azure Blob and Azure Storage Queues on Azurite."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from funchost import start_in_thread
+from funchost.queues import PortQueueSource
+from memnet import bootstrap
+from memnet.adapters.local.search import SqliteSearchIndex
+from memnet.bootstrap import Services
+from memnet.events import INDEX_QUEUE
+from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageUnavailable
+from tests.api.test_events import BASE, event, ids, post, search
+from tests.clients import DirectClient
+from tests.conftest import AGENT_KEY, REPO, backend_settings, make_settings
+
+
+class FlakyIndex:
+    """A real SQLite index that can be switched off, as an Azure AI Search outage would be;
+    it counts the upserts it refused."""
+
+    def __init__(self, inner: SqliteSearchIndex) -> None:
+        self.inner, self.down, self.refused = inner, False, 0
+        self._lock = threading.Lock()
+
+    def upsert(self, events: list[IndexedEvent]) -> None:
+        with self._lock:
+            if self.down:
+                self.refused += 1
+                raise StorageUnavailable("search index unavailable (test outage)")
+        self.inner.upsert(events)
+
+    def delete(self, tenant_id: str, user_id: str, event_ids: list[str]) -> None:
+        self.inner.delete(tenant_id, user_id, event_ids)
+
+    def search(self, query: EventQuery) -> list[EventHit]:
+        return self.inner.search(query)
+
+    def list_event_ids(
+        self, tenant_id: str, user_id: str | None = None
+    ) -> Iterator[tuple[str, str, str]]:
+        return self.inner.list_event_ids(tenant_id, user_id)
+
+    def describe(self) -> str:
+        return "flaky " + self.inner.describe()
+
+
+@pytest.fixture(params=["local", "azurite"])
+def flaky(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Services, FlakyIndex]]:
+    settings = backend_settings(request, request.param, tmp_path / "data")
+    index = FlakyIndex(SqliteSearchIndex(tmp_path / "search.sqlite3"))
+    built = bootstrap.build(settings, index=index)
+    bootstrap.install(built)
+    yield built, index
+    bootstrap.install(None)
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)
+
+
+def test_write_during_an_index_outage_is_indexed_by_the_queue_trigger_later(
+    flaky: tuple[Services, FlakyIndex],
+):
+    services, index = flaky
+    client = DirectClient(AGENT_KEY)
+    index.down = True
+    reply = post(client, event(digest="Chose pgvector for the retrieval store."), "outage-1")
+    assert reply.status == 201 and reply.data["indexed"] is False
+    event_id = reply.data["event"]["event_id"]
+    assert client.request("GET", f"{BASE}/events/{event_id}").status == 200  # the record
+    assert ids(search(client, text="pgvector")) == []
+    assert services.queue.count(INDEX_QUEUE) == 1
+    source = PortQueueSource(services.queue, max_dequeue_count=50, retry_delay=0)
+    import function_app
+
+    with start_in_thread(function_app.app, route_prefix="", queue_source=source, run_timers=False):
+        wait_for(lambda: index.refused >= 3)  # the worker fails while the index is down ...
+        index.down = False  # ... and succeeds on a retry once it is back
+        wait_for(lambda: ids(search(client, text="pgvector")) == [event_id])
+        wait_for(lambda: services.queue.count(INDEX_QUEUE) == 0)
+    assert services.queue.count(INDEX_QUEUE + "-poison") == 0
+
+
+def test_a_retried_write_after_an_outage_indexes_without_a_second_event(
+    flaky: tuple[Services, FlakyIndex],
+):
+    services, index = flaky
+    client = DirectClient(AGENT_KEY)
+    index.down = True
+    first = post(client, event(digest="Standup moved to 9:30."), "retry-1")
+    index.down = False
+    again = post(client, event(digest="Standup moved to 9:30."), "retry-1")
+    assert again.status == 201 and again.data["event"] == first.data["event"]
+    assert again.headers.get("idempotent-replayed") == "true"
+    assert services.events.drain() == 1  # the job queued during the outage, harmless now
+    assert ids(search(client, text="standup")) == [first.data["event"]["event_id"]]
+
+
+def test_reindex_command_rebuilds_a_lost_index_from_the_blobs(tmp_path: Path):
+    data_dir = tmp_path / "data"
+    services = bootstrap.build(make_settings(data_dir))
+    bootstrap.install(services)
+    client = DirectClient(AGENT_KEY)
+    try:
+        made = [
+            post(client, event(digest=f"Note {n} about the billing export."), f"n{n}").data
+            for n in range(5)
+        ]
+        before = ids(search(client, text="billing export"))
+    finally:
+        bootstrap.install(None)
+    assert sorted(before) == sorted(m["event"]["event_id"] for m in made)
+    (data_dir / "search.sqlite3").unlink()  # the index is derived: lose it entirely
+    for suffix in ("-wal", "-shm"):
+        (data_dir / f"search.sqlite3{suffix}").unlink(missing_ok=True)
+    output = run_cli(data_dir, "reindex", "--tenant", "t1", "--user", "u1", "--drain")
+    assert '"events": 5' in output and "0 left" in output
+    bootstrap.install(bootstrap.build(services.settings))
+    try:
+        assert ids(search(client, text="billing export")) == before
+    finally:
+        bootstrap.install(None)
+
+
+def test_reindex_command_rejects_a_user_without_a_tenant(tmp_path: Path):
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        run_cli(tmp_path / "data", "reindex", "--user", "u1")
+    assert failed.value.returncode == 2 and "--user needs --tenant" in failed.value.stderr
+
+
+def test_create_search_index_on_the_embedded_default_has_nothing_to_do(tmp_path: Path):
+    assert "nothing to create" in run_cli(tmp_path / "data", "create-search-index")
+
+
+def run_cli(data_dir: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "MEMNET_DATA_DIR": str(data_dir),
+        "MEMNET_PROFILES_DIR": str(REPO / "profiles"),
+        "MEMNET_CALLERS_FILE": str(REPO / "callers.dev.json"),
+    }
+    command = [sys.executable, "-m", "memnet", *args, "--settings", str(data_dir / "none.json")]
+    done = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout
