@@ -15,6 +15,8 @@ def get_health(request: ApiRequest, request_id: str) -> ApiResponse:
         {
             "status": "ok",
             "storage": services.blobs.describe(),
+            "queue": services.queue.describe(),
+            "search": services.index.describe(),
             "auth": services.authenticator.describe(),
             "profiles": services.registry.profile_ids(),
         },

@@ -140,6 +140,9 @@ def test_health_needs_no_key_and_names_backends(client: ApiClient, services: Ser
     assert reply.status == 200
     expected = "azure blob container" if services.settings.storage == "azure" else "local files"
     assert reply.data["storage"].startswith(expected)
+    queue = "azure storage queues" if services.settings.storage == "azure" else "sqlite queue"
+    assert reply.data["queue"].startswith(queue)
+    assert reply.data["search"].startswith("sqlite fts5")
     assert reply.data["profiles"] == ["project-copilot-v1"]
 
 
