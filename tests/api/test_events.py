@@ -82,6 +82,47 @@ def test_missing_event_is_404(client: ApiClient):
     assert reply.status == 404 and reply.error_code == "EVENT_NOT_FOUND"
 
 
+@pytest.mark.parametrize("route", ["/events", "/events:search"])
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"{", "MALFORMED_JSON"),
+        (b"[]", "MALFORMED_JSON"),
+        (b'{"digest": NaN}', "MALFORMED_JSON"),
+        (b"\xff\xfe", "MALFORMED_JSON"),
+    ],
+)
+def test_malformed_bodies_are_400_and_store_nothing(
+    client: ApiClient, route: str, raw: bytes, code: str
+):
+    reply = client.request("POST", BASE + route, headers={"Idempotency-Key": "bad"}, raw=raw)
+    assert (reply.status, reply.error_code) == (400, code), reply.data
+    assert ids(search(client)) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"timestamp": "2026-02-14T20:00:00"}, "timestamp"),
+        ({"digest": ""}, "digest"),
+        ({"digest": "x" * 4001}, "digest"),
+        ({"keywords": ["k"] * 33}, "keywords"),
+        ({"project_ids": ["../alpha"]}, "project_ids"),
+        ({"service_id": "bad id"}, "service_id"),
+        ({"snapshot_uri": "blob://tenants/t1/users/u2/snapshots/s.json"}, "snapshot_uri"),
+        ({"evidence": {"span": {"start": 3, "end": 1}}}, "evidence"),
+    ],
+)
+def test_invalid_events_are_400_naming_the_field_and_store_nothing(
+    client: ApiClient, changes: dict[str, Any], field: str
+):
+    reply = post(client, event(**changes), "k-invalid")
+    assert reply.status == 400, reply.data
+    assert reply.data["error"]["details"].get("field") == field
+    assert ids(search(client)) == []
+    assert post(client, event(), "k-invalid").status == 201  # nothing was claimed: reusable
+
+
 def seed(client: ApiClient) -> dict[str, str]:
     rows = {
         "alpha-latency": event(
