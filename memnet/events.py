@@ -21,7 +21,7 @@ from memnet.auth import ANY, Caller
 from memnet.clock import iso
 from memnet.errors import Conflict, Forbidden, NotFound
 from memnet.event_model import parse_event, parse_timestamp
-from memnet.idempotency import IdempotencyStore, Replay, Response
+from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket
 from memnet.layout import user_prefix
 from memnet.ports import (
     BlobNotFound,
@@ -98,13 +98,33 @@ class EventService:
         )
         if isinstance(outcome, Replay):
             return {**outcome.response, "replayed": True}
+        record = _final(draft, outcome.change_id, explicit)
         try:
-            response = self._store(_final(draft, outcome.change_id, explicit))
+            status = self._store(record)
+        except StorageError as error:  # the blob write may have landed: settle, never guess
+            response = self._settle(record, outcome, error)
         except Exception:
-            self._idempotency.release(outcome)
+            self._idempotency.release(outcome)  # nothing was stored (EVENT_EXISTS)
             raise
+        else:
+            # Stored. If indexing and queueing both fail, this raises with the claim left
+            # pending, so a retry with the key finds the blob and indexes it (no 2nd event).
+            response = self._response(record, status)
         self._idempotency.complete(outcome, response)
         return response
+
+    def _settle(self, record: dict[str, Any], ticket: Ticket, error: StorageError) -> Response:
+        """After a blob write of unknown outcome: its response if the blob is there; if it
+        is not, release the key and report the error; if storage cannot tell, keep the
+        claim pending so that a retry settles it (or takes the key over after the lease)."""
+        try:
+            landed = self._already_stored(record)
+        except StorageError:
+            raise error from None
+        if landed is None:
+            self._idempotency.release(ticket)
+            raise error
+        return landed
 
     def get(self, caller: Caller, tenant_id: str, user_id: str, event_id: str) -> dict[str, Any]:
         caller.require(tenant_id, "read")
@@ -113,7 +133,8 @@ class EventService:
             raise NotFound("Event does not exist.", code="EVENT_NOT_FOUND")
         return record
 
-    def _store(self, record: dict[str, Any]) -> Response:
+    def _store(self, record: dict[str, Any]) -> int:
+        """Write the record create-only: 201, or 200 if this very event is already stored."""
         name = event_name(record["tenant_id"], record["user_id"], record["event_id"])
         data = _dump(record)
         status = 201
@@ -127,6 +148,9 @@ class EventService:
                     event_id=record["event_id"],
                 ) from exc
             status = 200
+        return status
+
+    def _response(self, record: dict[str, Any], status: int) -> Response:
         return {"status": status, "body": {"event": record, "indexed": self._index_now(record)}}
 
     def _already_stored(self, record: dict[str, Any]) -> Response | None:
@@ -137,7 +161,7 @@ class EventService:
             return None
         if stored.data != _dump(record):
             return None
-        return {"status": 201, "body": {"event": record, "indexed": self._index_now(record)}}
+        return self._response(record, 201)
 
     def _index_now(self, record: dict[str, Any]) -> bool:
         """Index inline; on failure queue the job and report ``indexed: false``."""

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,15 @@ from memnet import bootstrap
 from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.bootstrap import Services
 from memnet.events import INDEX_QUEUE
-from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageUnavailable
+from memnet.ports import (
+    BlobStore,
+    Condition,
+    EventHit,
+    EventQuery,
+    IndexedEvent,
+    MessageQueue,
+    StorageUnavailable,
+)
 from tests.api.test_events import BASE, event, ids, post, search
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, REPO, backend_settings, make_settings
@@ -58,6 +67,43 @@ class FlakyIndex:
         return "flaky " + self.inner.describe()
 
 
+class FlakyQueue:
+    """A real queue whose sends can be switched off."""
+
+    def __init__(self, inner: MessageQueue) -> None:
+        self.inner, self.down = inner, False
+
+    def send(self, queue: str, body: str, *, delay_seconds: int = 0) -> str:
+        if self.down:
+            raise StorageUnavailable("queue unavailable (test outage)")
+        return self.inner.send(queue, body, delay_seconds=delay_seconds)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class EventBlobFaults:
+    """A real blob store whose next event write fails: ``"lost"`` after it landed (the
+    response is lost), ``"refused"`` before it landed."""
+
+    def __init__(self, inner: BlobStore) -> None:
+        self.inner, self.next_fault = inner, ""
+
+    def write(self, name: str, data: bytes, condition: Condition) -> str:
+        fault = ""
+        if "/events/" in name:
+            fault, self.next_fault = self.next_fault, ""
+        if fault == "refused":
+            raise StorageUnavailable("blob storage unavailable (test fault)")
+        etag = self.inner.write(name, data, condition)
+        if fault == "lost":
+            raise StorageUnavailable("connection reset after the write (test fault)")
+        return etag
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 @pytest.fixture(params=["local", "azurite"])
 def flaky(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Services, FlakyIndex]]:
     settings = backend_settings(request, request.param, tmp_path / "data")
@@ -66,6 +112,22 @@ def flaky(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Serv
     bootstrap.install(built)
     yield built, index
     bootstrap.install(None)
+
+
+@pytest.fixture
+def faulty(
+    flaky: tuple[Services, FlakyIndex],
+) -> Iterator[tuple[Services, FlakyQueue, EventBlobFaults]]:
+    """The services of ``flaky`` with a switchable queue and event-blob faults too."""
+    services, index = flaky
+    queue, blobs = FlakyQueue(services.queue), EventBlobFaults(services.blobs)
+    built = bootstrap.build(services.settings, index=index, queue=queue, blobs=blobs)  # type: ignore[arg-type]
+    bootstrap.install(built)
+    yield built, queue, blobs
+
+
+def event_blobs(services: Services) -> list[str]:
+    return list(services.blobs.list_names("tenants/t1/users/u1/events/"))
 
 
 def wait_for(condition: Callable[[], bool], seconds: float = 20.0) -> None:
@@ -111,6 +173,49 @@ def test_a_retried_write_after_an_outage_indexes_without_a_second_event(
     assert again.headers.get("idempotent-replayed") == "true"
     assert services.events.drain() == 1  # the job queued during the outage, harmless now
     assert ids(search(client, text="standup")) == [first.data["event"]["event_id"]]
+
+
+def test_index_and_queue_both_down_is_503_and_the_retry_indexes_the_same_event(
+    faulty: tuple[Services, FlakyQueue, EventBlobFaults], flaky: tuple[Services, FlakyIndex]
+):
+    services, queue = faulty[0], faulty[1]
+    index = flaky[1]
+    client = DirectClient(AGENT_KEY)
+    index.down = queue.down = True
+    failed = post(client, event(digest="Budget approved for the GPU cluster."), "both-down")
+    assert (failed.status, failed.error_code) == (503, "DEPENDENCY_UNAVAILABLE")
+    assert len(event_blobs(services)) == 1  # the record is stored; the claim stays open
+    index.down = queue.down = False
+    retried = post(client, event(digest="Budget approved for the GPU cluster."), "both-down")
+    assert retried.status == 201 and retried.data["indexed"] is True
+    assert len(event_blobs(services)) == 1  # the same event, not a second one
+    assert ids(search(client, text="gpu budget")) == [retried.data["event"]["event_id"]]
+
+
+def test_an_event_write_whose_response_is_lost_settles_to_the_stored_event(
+    faulty: tuple[Services, FlakyQueue, EventBlobFaults],
+):
+    services, _, blobs = faulty
+    client = DirectClient(AGENT_KEY)
+    blobs.next_fault = "lost"
+    reply = post(client, event(digest="Dentist on Friday at 10."), "lost-1")
+    assert reply.status == 201, reply.data  # the write landed: that is the outcome
+    again = post(client, event(digest="Dentist on Friday at 10."), "lost-1")
+    assert again.data["event"] == reply.data["event"]
+    assert len(event_blobs(services)) == 1
+
+
+def test_an_event_write_refused_by_storage_is_503_and_the_key_stays_usable(
+    faulty: tuple[Services, FlakyQueue, EventBlobFaults],
+):
+    services, _, blobs = faulty
+    client = DirectClient(AGENT_KEY)
+    blobs.next_fault = "refused"
+    failed = post(client, event(digest="Dentist on Friday at 10."), "refused-1")
+    assert (failed.status, failed.error_code) == (503, "DEPENDENCY_UNAVAILABLE")
+    assert event_blobs(services) == []
+    assert post(client, event(digest="Dentist on Friday at 10."), "refused-1").status == 201
+    assert len(event_blobs(services)) == 1
 
 
 def test_reindex_command_rebuilds_a_lost_index_from_the_blobs(tmp_path: Path):
