@@ -1,32 +1,42 @@
 """Context assembly (spec 10.4, 11): the memory an orchestrator injects at conversation
 start, chosen by the profile, routed to at most one project, and kept within budget.
 
-Storage reads per assembly: the routing document (skipped when unchanged and not itself
-returned), at most ``max_semantic_candidates`` project documents when routing is
-ambiguous, and one read per binding considered. None of these grow with the number of
-projects a user has.
+Storage reads per assembly: the routing document (a conditional read when its parsed
+index is cached, none within the optional index TTL), at most ``max_semantic_candidates``
+project documents when routing is ambiguous (none whose semantic text was read within
+the semantic TTL), and one read per binding considered. None of these grow with the
+number of projects a user has. Reads that do not depend on each other run concurrently
+when the service has read workers (:mod:`memnet.context_reads`).
 """
 
 from __future__ import annotations
 
-import json
 import threading
-from collections import OrderedDict
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from memnet import pointers
 from memnet.auth import Caller
+from memnet.context_reads import Clock, IndexCache, Reader, ReadTimer, SemanticTexts
 from memnet.context_render import Selected, apply_budget, render_text
 from memnet.documents import StoredDocument
 from memnet.layout import DocumentRef
-from memnet.ports import BlobNotFound, BlobStore
+from memnet.ports import BlobStore
 from memnet.profiles import Binding, Profile, RoutingRules
 from memnet.registry import ProfileRegistry
-from memnet.routing import RoutingIndex, matches, rank, semantic_confidence, tokens
+from memnet.routing import Ranking, RoutingIndex, rank_hint, semantic_confidence, tokens
 from memnet.similarity import Similarity
 
-INDEX_CACHE_SIZE = 1024
+INDEX_CACHE_SIZE = 1024  # routing documents
+TEXT_CACHE_SIZE = 8192  # project documents' semantic texts
+# How long the routing index (only when it is not itself returned) and the projects'
+# semantic texts are used without asking storage; see docs/decisions.md.
+INDEX_TTL_S = 1.0
+SEMANTIC_TTL_S = 30.0
+READ_WORKERS = 8
+CONCURRENT_READS_ABOVE_S = 0.001  # mean read time from which reads run concurrently
 
 
 @dataclass(frozen=True)
@@ -50,44 +60,43 @@ class Decision:
     reason: str = "no_hint"
     deterministic_score: float = 0.0
     semantic_score: float | None = None
-    candidates: list[dict[str, Any]] = field(default_factory=list)
+    ranking: Ranking | None = None
+    semantic_scores: dict[str, float] = field(default_factory=dict)
     warnings: list[dict[str, Any]] = field(default_factory=list)
 
 
-class _Reader:
-    """Reads a user's documents at most once per assembly."""
-
-    def __init__(self, blobs: BlobStore, tenant_id: str, user_id: str) -> None:
-        self.blobs, self.tenant_id, self.user_id = blobs, tenant_id, user_id
-        self._seen: dict[str, StoredDocument | None] = {}
-
-    def ref(self, binding: Binding, path: str) -> DocumentRef:
-        return DocumentRef(self.tenant_id, self.user_id, binding.namespace, path)
-
-    def load(self, ref: DocumentRef) -> StoredDocument | None:
-        if ref.blob_name not in self._seen:
-            self._seen[ref.blob_name] = _read(self.blobs, ref.blob_name)
-        return self._seen[ref.blob_name]
-
-
-def _read(blobs: BlobStore, name: str) -> StoredDocument | None:
-    try:
-        blob = blobs.read(name)
-    except BlobNotFound:
-        return None
-    return StoredDocument(blob.etag, json.loads(blob.data))
-
-
 class ContextService:
-    def __init__(self, blobs: BlobStore, registry: ProfileRegistry, similarity: Similarity):
+    """Assembles context. ``index_ttl`` and ``semantic_ttl`` (seconds) bound how long the
+    routing index and the projects' semantic texts are used without asking storage;
+    ``read_workers`` (0: none) read independent documents concurrently once the mean
+    read takes longer than ``concurrent_reads_above`` seconds."""
+
+    def __init__(
+        self,
+        blobs: BlobStore,
+        registry: ProfileRegistry,
+        similarity: Similarity,
+        *,
+        index_ttl: float = INDEX_TTL_S,
+        semantic_ttl: float = SEMANTIC_TTL_S,
+        read_workers: int = READ_WORKERS,
+        concurrent_reads_above: float = CONCURRENT_READS_ABOVE_S,
+        clock: Clock = time.monotonic,
+    ) -> None:
         self._blobs, self._registry, self._similarity = blobs, registry, similarity
-        self._indexes: OrderedDict[str, tuple[str, RoutingIndex]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._indexes = IndexCache(INDEX_CACHE_SIZE, index_ttl, clock)
+        self._texts = SemanticTexts(TEXT_CACHE_SIZE, semantic_ttl, clock)
+        self._workers, self._timer = read_workers, ReadTimer(concurrent_reads_above)
+        self._pool: Executor | None = None
+        self._pool_lock = threading.Lock()
 
     def assemble(self, caller: Caller, request: AssembleRequest) -> dict[str, Any]:
         caller.require(request.tenant_id, "read")
         profile = self._registry.for_caller(caller, request.profile_id)
-        reader = _Reader(self._blobs, request.tenant_id, request.user_id)
+        reader = Reader(
+            self._blobs, request.tenant_id, request.user_id, self._executor(), self._timer
+        )
+        reader.prefetch(_fixed_refs(profile, reader), alone=True)
         decision = self._route(profile, reader, request)
         selected, dropped = self._collect(profile, reader, decision)
         max_docs = request.max_docs or profile.context.default_max_docs
@@ -100,17 +109,45 @@ class ContextService:
             result["routing_debug"] = _debug(decision)
         return result
 
+    def _executor(self) -> Executor | None:
+        """The read pool while reads are slow enough for it to pay; started on first use
+        (nothing runs at import or construction)."""
+        if not self._timer.slow:
+            return None
+        if self._pool is None and self._workers > 0:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self._workers, "memnet-context-read")
+        return self._pool
+
     # -- routing -------------------------------------------------------------------
 
-    def _route(self, profile: Profile, reader: _Reader, request: AssembleRequest) -> Decision:
+    def _route(self, profile: Profile, reader: Reader, request: AssembleRequest) -> Decision:
         rules = profile.context.routing
-        decision = Decision()
         if rules is None:
-            decision.reason = "no_routing"
-            return decision
-        index = self._index(profile, rules, reader)
+            return Decision(reason="no_routing")
+        index, asked = self._index(profile, rules, reader)
+        decision = self._decide(profile, rules, reader, index, request)
+        if not asked and decision.project_id is None and (request.hint_text or request.project_id):
+            # Nothing matched an index used on trust (index TTL): it may lack a project
+            # added since, so ask storage before answering "no project".
+            confirmed, _ = self._index(profile, rules, reader, use_ttl=False)
+            if confirmed is not index:
+                decision = self._decide(profile, rules, reader, confirmed, request)
+        return decision
+
+    def _decide(
+        self,
+        profile: Profile,
+        rules: RoutingRules,
+        reader: Reader,
+        index: RoutingIndex,
+        request: AssembleRequest,
+    ) -> Decision:
+        """Precedence (spec 11): a known explicit id, else the hint."""
         if request.project_id and self._known(profile, rules, reader, index, request.project_id):
             return Decision(request.project_id, "explicit_project_id", 1.0)
+        decision = Decision()
         if request.project_id:
             decision.warnings.append({"code": "PROJECT_UNKNOWN", "project_id": request.project_id})
         return self._route_hint(profile, rules, reader, index, request.hint_text, decision)
@@ -119,32 +156,27 @@ class ContextService:
         self,
         profile: Profile,
         rules: RoutingRules,
-        reader: _Reader,
+        reader: Reader,
         index: RoutingIndex,
         project_id: str,
     ) -> bool:
         if project_id in index.projects:
             return True
-        return any(
-            reader.load(ref) is not None
-            for ref in _project_refs(profile, rules, reader, project_id)
-        )
+        refs = _project_refs(profile, rules, reader, project_id)
+        reader.prefetch(refs)
+        return any(reader.load(ref) is not None for ref in refs)
 
     def _route_hint(
         self,
         profile: Profile,
         rules: RoutingRules,
-        reader: _Reader,
+        reader: Reader,
         index: RoutingIndex,
         hint: str,
         decision: Decision,
     ) -> Decision:
-        ranking = rank(matches(index, tokens(hint)))
-        decision.deterministic_score = ranking.best
-        decision.candidates = [
-            {"project_id": p, "deterministic_score": s, "matched": ranking.matched[p]}
-            for p, s in sorted(ranking.scores.items(), key=lambda kv: -kv[1])
-        ]
+        ranking = rank_hint(index, tokens(hint))
+        decision.deterministic_score, decision.ranking = ranking.best, ranking
         if not ranking.tied:
             decision.reason = "no_match" if hint else "no_hint"
             return decision
@@ -152,94 +184,114 @@ class ContextService:
             decision.project_id, confidence = ranking.tied[0], min(ranking.best, 1.0)
             decision.reason = "alias_match" if ranking.best >= 1.0 else "keyword_match"
         else:
-            confidence = self._tie_break(
-                profile, rules, reader, index, hint, ranking.tied, min(ranking.best, 1.0), decision
-            )
+            tied = ranking.tied[: rules.max_semantic_candidates]
+            texts = self._candidate_texts(profile, rules, reader, index, tied)
+            confidence = self._tie_break(hint, texts, min(ranking.best, 1.0), decision)
         if confidence < rules.min_confidence:
             decision.project_id, decision.reason = None, "low_confidence"
         return decision
 
     def _tie_break(
-        self,
-        profile: Profile,
-        rules: RoutingRules,
-        reader: _Reader,
-        index: RoutingIndex,
-        hint: str,
-        tied: tuple[str, ...],
-        best: float,
-        decision: Decision,
+        self, hint: str, texts: dict[str, str], best: float, decision: Decision
     ) -> float:
-        texts = {
-            p: _project_text(profile, rules, reader, index, p)
-            for p in tied[: rules.max_semantic_candidates]
-        }
         scores = self._similarity.scores(hint, texts)
-        for candidate in decision.candidates:
-            if candidate["project_id"] in scores:  # only the candidates actually scored
-                candidate["semantic_score"] = round(scores[candidate["project_id"]], 4)
+        decision.semantic_scores = {p: round(s, 4) for p, s in scores.items()}
         winner, confidence = semantic_confidence(best, scores)
         decision.project_id, decision.reason = winner, "semantic_tiebreak"
         decision.semantic_score = round(scores.get(winner, 0.0), 4) if winner else 0.0
         return confidence
 
-    def _index(self, profile: Profile, rules: RoutingRules, reader: _Reader) -> RoutingIndex:
+    def _candidate_texts(
+        self,
+        profile: Profile,
+        rules: RoutingRules,
+        reader: Reader,
+        index: RoutingIndex,
+        tied: tuple[str, ...],
+    ) -> dict[str, str]:
+        """Each candidate's index entry plus its document's semantic text: from the text
+        cache when fresh, else read (the reads at the same time)."""
+        refs = {p: _semantic_ref(profile, rules, reader, p) for p in tied}
+        cached = {p: self._texts.fresh(r.blob_name) if r else "" for p, r in refs.items()}
+        reader.prefetch(r for p, r in refs.items() if r is not None and cached[p] is None)
+        texts = {}
+        for project_id, ref in refs.items():
+            own = cached[project_id]
+            if own is None and ref is not None:
+                own = self._remember_text(rules, ref, reader.load(ref))
+            project = index.projects[project_id]
+            texts[project_id] = " ".join([*project.names, *project.keywords, own or ""])
+        return texts
+
+    def _remember_text(
+        self, rules: RoutingRules, ref: DocumentRef, stored: StoredDocument | None
+    ) -> str:
+        return self._texts.remember(
+            ref.blob_name, stored, lambda document: _semantic_text(rules, document)
+        )
+
+    def _index(
+        self, profile: Profile, rules: RoutingRules, reader: Reader, *, use_ttl: bool = True
+    ) -> tuple[RoutingIndex, bool]:
+        """The routing index, and whether storage was asked for it in this assembly."""
         binding = profile.binding(rules.index_binding)
         assert binding is not None and binding.path is not None  # checked at profile load
         ref = reader.ref(binding, binding.path)
-        cached = self._indexes.get(ref.blob_name)
-        reusable = cached is not None and not binding.in_context
-        if reusable and cached and _unchanged(self._blobs, ref.blob_name, cached[0]):
-            return cached[1]
+        if not binding.in_context:  # not returned: a cached index may stand in for it
+            cached, asked = self._indexes.current(self._blobs, ref.blob_name, use_ttl=use_ttl)
+            if cached is not None:
+                return cached, asked
         stored = reader.load(ref)
         if stored is None:
-            return RoutingIndex()
-        if cached is not None and cached[0] == stored.etag:
-            return cached[1]
-        return self._remember(ref.blob_name, stored, rules)
-
-    def _remember(self, name: str, stored: StoredDocument, rules: RoutingRules) -> RoutingIndex:
-        try:
-            entries = pointers.resolve(stored.document, ("content", *rules.index_pointer))
-        except KeyError:
-            entries = []
-        index = RoutingIndex.build(entries if isinstance(entries, list) else [])
-        with self._lock:
-            self._indexes[name] = (stored.etag, index)
-            self._indexes.move_to_end(name)
-            while len(self._indexes) > INDEX_CACHE_SIZE:
-                self._indexes.popitem(last=False)
-        return index
+            return RoutingIndex(), True
+        return self._indexes.for_version(ref.blob_name, stored, lambda s: _build(s, rules)), True
 
     # -- selection -----------------------------------------------------------------
 
     def _collect(
-        self, profile: Profile, reader: _Reader, decision: Decision
+        self, profile: Profile, reader: Reader, decision: Decision
     ) -> tuple[list[Selected], list[dict[str, Any]]]:
         rules = profile.context.routing
         variables = (
             {rules.project_variable: decision.project_id} if (rules and decision.project_id) else {}
         )
+        bindings = sorted(profile.bindings, key=lambda b: (b.read_priority, b.binding_id))
+        paths = {b.binding_id: b.path_for(variables) for b in bindings}
+        reader.prefetch(
+            reader.ref(b, path)
+            for b in bindings
+            if (path := paths[b.binding_id]) is not None and _unavailable(b, path) is None
+        )
         selected: list[Selected] = []
         dropped: list[dict[str, Any]] = []
-        for binding in sorted(profile.bindings, key=lambda b: (b.read_priority, b.binding_id)):
-            path = binding.path_for(variables)
+        for binding in bindings:
+            path = paths[binding.binding_id]
             reason = _unavailable(binding, path)
             stored = None if reason or path is None else reader.load(reader.ref(binding, path))
-            if reason is None and stored is None:
-                reason = "missing"
             if reason is not None or stored is None or path is None:
                 dropped.append(_dropped(binding, path, reason or "missing"))
             else:
                 selected.append(Selected(binding, path, stored))
+        if rules is not None and decision.project_id is not None:
+            self._note_selected(profile, rules, reader, decision.project_id)
         return selected, dropped
 
+    def _note_selected(
+        self, profile: Profile, rules: RoutingRules, reader: Reader, project_id: str
+    ) -> None:
+        """The selected project's document was just read: keep its semantic text current."""
+        ref = _semantic_ref(profile, rules, reader, project_id)
+        stored = reader.loaded(ref) if ref is not None else None
+        if ref is not None and stored is not None:
+            self._remember_text(rules, ref, stored)
 
-def _unchanged(blobs: BlobStore, name: str, etag: str) -> bool:
+
+def _build(stored: StoredDocument, rules: RoutingRules) -> RoutingIndex:
     try:
-        return blobs.read_if_changed(name, etag) is None
-    except BlobNotFound:
-        return False  # gone: the normal read below reports it missing
+        entries = pointers.resolve(stored.document, ("content", *rules.index_pointer))
+    except KeyError:
+        entries = []
+    return RoutingIndex.build(entries if isinstance(entries, list) else [])
 
 
 def _unavailable(binding: Binding, path: str | None) -> str | None:
@@ -257,8 +309,13 @@ def _dropped(binding: Binding, path: str | None, reason: str) -> dict[str, Any]:
     }
 
 
+def _fixed_refs(profile: Profile, reader: Reader) -> list[DocumentRef]:
+    """The in-context documents every assembly reads, whichever project is selected."""
+    return [reader.ref(b, b.path) for b in profile.bindings if b.in_context and b.path is not None]
+
+
 def _project_refs(
-    profile: Profile, rules: RoutingRules, reader: _Reader, project_id: str
+    profile: Profile, rules: RoutingRules, reader: Reader, project_id: str
 ) -> list[DocumentRef]:
     variables = {rules.project_variable: project_id}
     return [
@@ -268,14 +325,15 @@ def _project_refs(
     ]
 
 
-def _project_text(
-    profile: Profile, rules: RoutingRules, reader: _Reader, index: RoutingIndex, project_id: str
-) -> str:
-    project = index.projects[project_id]
-    parts = [*project.names, *project.keywords]
-    first = next(iter(_project_refs(profile, rules, reader, project_id)), None)
-    stored = reader.load(first) if first is not None else None
-    document = stored.document if stored is not None else {}
+def _semantic_ref(
+    profile: Profile, rules: RoutingRules, reader: Reader, project_id: str
+) -> DocumentRef | None:
+    """The project's document that semantic disambiguation reads (its first binding)."""
+    return next(iter(_project_refs(profile, rules, reader, project_id)), None)
+
+
+def _semantic_text(rules: RoutingRules, document: dict[str, Any]) -> str:
+    parts: list[str] = []
     for pointer in rules.semantic_pointers:
         try:
             parts.extend(_strings_in(pointers.resolve(document, ("content", *pointer))))
@@ -312,5 +370,20 @@ def _debug(decision: Decision) -> dict[str, Any]:
         "deterministic_score": decision.deterministic_score,
         "semantic_score": decision.semantic_score,
         "reason": decision.reason,
-        "candidates": decision.candidates,
+        "candidates": _candidates(decision),
     }
+
+
+def _candidates(decision: Decision) -> list[dict[str, Any]]:
+    """Every matched project by score, with the semantic score of those scored."""
+    ranking = decision.ranking
+    if ranking is None:
+        return []
+    candidates = []
+    for project_id, score in sorted(ranking.scores.items(), key=lambda kv: -kv[1]):
+        candidate = {"project_id": project_id, "deterministic_score": score}
+        candidate["matched"] = ranking.matched[project_id]
+        if project_id in decision.semantic_scores:  # only the candidates actually scored
+            candidate["semantic_score"] = decision.semantic_scores[project_id]
+        candidates.append(candidate)
+    return candidates

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
 from typing import Any
 
 NAME_WEIGHT = 1.0
@@ -59,10 +62,12 @@ class Project:
 
 @dataclass
 class RoutingIndex:
-    """Phrase -> [(project_id, weight)], built once per version of the routing document."""
+    """Phrase -> {project_id: weight}, built once per version of the routing document.
+    ``named`` holds, per phrase, the projects for which it is a name, id or alias."""
 
     projects: dict[str, Project] = field(default_factory=dict)
-    phrases: dict[Phrase, list[tuple[str, float]]] = field(default_factory=dict)
+    phrases: dict[Phrase, dict[str, float]] = field(default_factory=dict)
+    named: dict[Phrase, set[str]] = field(default_factory=dict)
     longest: int = 0
 
     @classmethod
@@ -86,12 +91,10 @@ class RoutingIndex:
     def _add_phrase(self, phrase: Phrase, project_id: str, weight: float) -> None:
         if not phrase:
             return
-        entries = self.phrases.setdefault(phrase, [])
-        known = next((i for i, (p, _) in enumerate(entries) if p == project_id), None)
-        if known is None:
-            entries.append((project_id, weight))
-        elif entries[known][1] < weight:
-            entries[known] = (project_id, weight)
+        holders = self.phrases.setdefault(phrase, {})
+        holders[project_id] = max(weight, holders.get(project_id, 0.0))
+        if weight >= NAME_WEIGHT:
+            self.named.setdefault(phrase, set()).add(project_id)
         self.longest = max(self.longest, len(phrase))
 
 
@@ -120,12 +123,12 @@ class Match:
 
 def matches(index: RoutingIndex, hint: Phrase) -> list[Match]:
     """Every phrase of the index found in ``hint``, minus those inside a longer match of
-    another project."""
+    another project. One entry per project and place: the reference form of
+    :func:`rank_hint`, which gives the same ranking without them."""
     found = [
-        Match(project_id, " ".join(hint[i:j]), i, j, weight)
-        for i in range(len(hint))
-        for j in range(i + 1, min(len(hint), i + index.longest) + 1)
-        for project_id, weight in index.phrases.get(hint[i:j], ())
+        Match(project_id, " ".join(phrase), i, j, weight)
+        for i, j, phrase in _spans(index, hint)
+        for project_id, weight in index.phrases[phrase].items()
     ]
     spans: dict[tuple[int, int], set[str]] = {}
     for m in found:
@@ -145,29 +148,110 @@ def _inside_other(match: Match, spans: Mapping[tuple[int, int], set[str]]) -> bo
     )
 
 
+Span = tuple[int, int, Phrase]  # start, end (exclusive), the phrase hint[start:end]
+Found = tuple[tuple[str, Mapping[str, float]], ...]  # (phrase, {project: weight}) per span
+
+
+def _spans(index: RoutingIndex, hint: Phrase) -> list[Span]:
+    return [
+        (i, j, hint[i:j])
+        for i in range(len(hint))
+        for j in range(i + 1, min(len(hint), i + index.longest) + 1)
+        if hint[i:j] in index.phrases
+    ]
+
+
 @dataclass(frozen=True)
 class Ranking:
-    """Deterministic outcome: the best weight and the projects that share it."""
+    """Deterministic outcome: the best score and the projects that share it (sorted).
+    ``found`` keeps the surviving matches per place in the hint, from which ``scores``
+    and ``matched`` (for ``routing_debug``) are derived only when asked for."""
 
     best: float
     tied: tuple[str, ...]
-    scores: dict[str, float]
-    matched: dict[str, list[str]]
+    found: Found = ()
+
+    @cached_property
+    def matched(self) -> dict[str, list[str]]:
+        matched: dict[str, list[str]] = {}
+        for phrase, holders in self.found:
+            for project_id in holders:
+                if phrase not in matched.setdefault(project_id, []):
+                    matched[project_id].append(phrase)
+        return matched
+
+    @cached_property
+    def scores(self) -> dict[str, float]:
+        strongest: dict[str, float] = {}
+        for _, holders in self.found:
+            for project_id, weight in holders.items():
+                strongest[project_id] = max(strongest.get(project_id, 0.0), weight)
+        return {p: _score(w, len(self.matched[p])) for p, w in strongest.items()}
 
 
 def rank(found: list[Match]) -> Ranking:
     """A project scores its best match's weight plus 0.1 for each further distinct phrase
-    it matched; keyword-only scores stop at 0.9."""
-    strongest: dict[str, float] = {}
-    matched: dict[str, list[str]] = {}
+    it matched; keyword-only scores stop at 0.9. (Reference form; see :func:`rank_hint`.)"""
+    places: dict[tuple[int, int], tuple[str, dict[str, float]]] = {}
     for m in found:
-        strongest[m.project_id] = max(strongest.get(m.project_id, 0.0), m.weight)
-        if m.phrase not in matched.setdefault(m.project_id, []):
-            matched[m.project_id].append(m.phrase)
-    scores = {p: _score(w, len(matched[p])) for p, w in strongest.items()}
+        places.setdefault((m.start, m.end), (m.phrase, {}))[1][m.project_id] = m.weight
+    ranking = Ranking(0.0, (), tuple(places.values()))
+    scores = ranking.scores
     best = max(scores.values(), default=0.0)
     tied = tuple(sorted(p for p, s in scores.items() if s == best)) if best else ()
-    return Ranking(best, tied, scores, matched)
+    return Ranking(best, tied, ranking.found)
+
+
+def rank_hint(index: RoutingIndex, hint: Phrase) -> Ranking:
+    """``rank(matches(index, hint))`` without a per-project step for what cannot win: a
+    keyword that hundreds of projects share is one place in the hint, scored once."""
+    spans = _spans(index, hint)
+    surviving = [(s[2], _surviving(index, s, spans)) for s in spans]
+    found = tuple((" ".join(phrase), holders) for phrase, holders in surviving if holders)
+    per_phrase: dict[str, set[str]] = {}
+    for phrase, holders in found:
+        per_phrase.setdefault(phrase, set()).update(holders)
+    named = set().union(*(_named(index, phrase, holders) for phrase, holders in surviving))
+    best, tied = _best(named, per_phrase) if named else _best_keyword(per_phrase)
+    return Ranking(best, tied, found)
+
+
+def _surviving(index: RoutingIndex, span: Span, spans: list[Span]) -> Mapping[str, float]:
+    """The holders of ``span`` not inside a longer span that matched another project."""
+    holders = index.phrases[span[2]]
+    owners: set[str] = set()
+    for start, end, phrase in spans:
+        if start <= span[0] and span[1] <= end and end - start > span[1] - span[0]:
+            owners.update(index.phrases[phrase])
+            if len(owners) > 1:
+                return {}
+    return {p: holders[p] for p in owners if p in holders} if owners else holders
+
+
+def _named(index: RoutingIndex, phrase: Phrase, holders: Mapping[str, float]) -> set[str]:
+    """The projects that matched ``phrase`` as a name, without visiting every holder."""
+    named = index.named.get(phrase, set())
+    return named if holders is index.phrases[phrase] else {p for p in named if p in holders}
+
+
+def _best(named: set[str], per_phrase: Mapping[str, set[str]]) -> tuple[float, tuple[str, ...]]:
+    """A name outranks any keyword-only score, so only named projects can win."""
+    assert KEYWORD_CAP < NAME_WEIGHT
+    scores = {p: _score(NAME_WEIGHT, sum(p in ps for ps in per_phrase.values())) for p in named}
+    best = max(scores.values())
+    return best, tuple(sorted(p for p, s in scores.items() if s == best))
+
+
+def _best_keyword(per_phrase: Mapping[str, set[str]]) -> tuple[float, tuple[str, ...]]:
+    if not per_phrase:
+        return 0.0, ()
+    if len(per_phrase) == 1:  # the common case: one shared keyword, all tie
+        (holders,) = per_phrase.values()
+        return _score(KEYWORD_WEIGHT, 1), tuple(sorted(holders))
+    count = Counter(chain.from_iterable(per_phrase.values()))
+    levels = {c: _score(KEYWORD_WEIGHT, c) for c in set(count.values())}
+    best = max(levels.values())
+    return best, tuple(sorted(p for p, c in count.items() if levels[c] == best))
 
 
 def _score(weight: float, phrases: int) -> float:

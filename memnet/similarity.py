@@ -11,9 +11,15 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 from memnet.routing import tokens
+
+BAG_CACHE_SIZE = 4096  # candidate texts (~2 KB each)
+STEM_CACHE_SIZE = 65536  # words
+MODEL_CACHE_SIZE = 1024  # candidate sets
 
 STOP_WORDS = frozenset(
     [
@@ -73,6 +79,14 @@ def _terms(text: str) -> list[str]:
     return [_stem(t) for t in tokens(text) if t not in STOP_WORDS]
 
 
+@lru_cache(maxsize=BAG_CACHE_SIZE)
+def _bag(text: str) -> Counter[str]:
+    """The term counts of ``text``, kept per text: a project's text recurs in every
+    tie-break it takes part in. Shared between callers: never modified."""
+    return Counter(_terms(text))
+
+
+@lru_cache(maxsize=STEM_CACHE_SIZE)
 def _stem(word: str) -> str:
     """A deliberately tiny stemmer: plural and -ing/-ed endings only."""
     for suffix in ("ing", "ies", "ed", "es", "s"):
@@ -83,10 +97,30 @@ def _stem(word: str) -> str:
 
 class LexicalSimilarity:
     def scores(self, hint: str, candidates: Mapping[str, str]) -> dict[str, float]:
-        bags = {cid: Counter(_terms(text)) for cid, text in candidates.items()}
-        idf = _idf(bags.values())
-        query = _weights(Counter(_terms(hint)), idf)
-        return {cid: _cosine(query, _weights(bag, idf)) for cid, bag in bags.items()}
+        model = _model(tuple(candidates.items()))
+        query = _weights(Counter(_terms(hint)), model.idf)
+        query_norm = _norm(query)
+        return {
+            cid: _cosine(query, query_norm, vector, norm)
+            for cid, (vector, norm) in model.vectors.items()
+        }
+
+
+@dataclass(frozen=True)
+class _Model:
+    """IDF over one set of candidates and each candidate's weighted terms and norm."""
+
+    idf: dict[str, float]
+    vectors: dict[str, tuple[dict[str, float], float]]
+
+
+@lru_cache(maxsize=MODEL_CACHE_SIZE)
+def _model(candidates: tuple[tuple[str, str], ...]) -> _Model:
+    """Kept per candidate set: the same ambiguous keyword brings the same candidates."""
+    bags = {cid: _bag(text) for cid, text in candidates}
+    idf = _idf(bags.values())
+    vectors = {cid: _weights(bag, idf) for cid, bag in bags.items()}
+    return _Model(idf, {cid: (vector, _norm(vector)) for cid, vector in vectors.items()})
 
 
 def _idf(bags: Iterable[Counter[str]]) -> dict[str, float]:
@@ -99,7 +133,11 @@ def _weights(bag: Counter[str], idf: Mapping[str, float]) -> dict[str, float]:
     return {t: (1 + math.log(n)) * idf[t] for t, n in bag.items() if idf.get(t, 0) > 0}
 
 
-def _cosine(a: Mapping[str, float], b: Mapping[str, float]) -> float:
+def _norm(vector: Mapping[str, float]) -> float:
+    return math.sqrt(sum(w * w for w in vector.values()))
+
+
+def _cosine(a: Mapping[str, float], a_norm: float, b: Mapping[str, float], b_norm: float) -> float:
     dot = sum(w * b.get(t, 0.0) for t, w in a.items())
-    norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
+    norm = a_norm * b_norm
     return dot / norm if norm else 0.0
