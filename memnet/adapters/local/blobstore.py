@@ -5,15 +5,18 @@ Layout under ``root`` (the same names as in Azure, so a user can ``cat`` a docum
     <container>/<name>          the blob's bytes, verbatim
     .meta/<container>/<name>    the blob's ETag, only where the filesystem lacks xattrs
     .locks/<NNNN>               1024 striped lock files, created on demand, never deleted
+    .spare/<pid>-<random>       emptied files kept for reuse (with xattrs; see .spares)
 
 Where each ETag lives, and why both places are crash-safe, is in
-:mod:`memnet.adapters.local.etags`.
+:mod:`memnet.adapters.local.etags`; why displaced files are reused rather than deleted,
+in :mod:`memnet.adapters.local.spares`.
 
 Concurrency: a write or delete holds an exclusive ``fcntl.flock`` on the name's lock
 stripe while it checks the condition and replaces the file. ``flock`` locks belong to an
 open file description, so they exclude threads (each call opens the lock file itself)
 and processes alike. Reads need no lock with xattr ETags (content and ETag are one
-inode); with sidecars they take the shared lock. POSIX only.
+inode; a read that overlapped a write of its inode is detected and retried, under the
+shared lock if need be); with sidecars they take the shared lock. POSIX only.
 
 Durability: no ``fsync``. A write survives a crash of the process, not necessarily a
 power loss or kernel crash, where the last writes may be lost. That is the trade for an
@@ -32,6 +35,7 @@ from pathlib import Path
 
 from memnet.adapters.local.etags import (
     TEMP_PREFIX,
+    Busy,
     EtagKeeper,
     keeper_for,
     new_etag,
@@ -59,6 +63,7 @@ class FileBlobStore:
         self._content = os.path.join(self._root, container)
         self._meta = os.path.join(self._root, ".meta", container)
         self._locks = os.path.join(self._root, ".locks")
+        self._spares = os.path.join(self._root, ".spare")
         self._mode = etags
         self._keeper: EtagKeeper | None = None
 
@@ -68,21 +73,23 @@ class FileBlobStore:
     @property
     def etags(self) -> EtagKeeper:
         if self._keeper is None:
-            self._keeper = keeper_for(self._content, self._meta, self._mode)
+            self._keeper = keeper_for(self._content, self._meta, self._spares, self._mode)
         return self._keeper
 
     def read(self, name: str) -> Blob:
         """Return the blob's bytes and ETag, read consistently; :class:`BlobNotFound`."""
-        path = self._path(name)
-        keeper = self.etags
-        if keeper.needs_read_lock:
-            with self._locked(name, fcntl.LOCK_SH):
-                found = keeper.read(path)
-        else:
-            found = keeper.read(path)
+        found = self._read(name, self._path(name))
         if found is None:
             raise BlobNotFound(name)
         return Blob(name=name, data=found[0], etag=found[1])
+
+    def _read(self, name: str, path: str) -> tuple[bytes, str] | None:
+        keeper = self.etags
+        if not keeper.needs_read_lock:
+            with contextlib.suppress(Busy):
+                return keeper.read(path)
+        with self._locked(name, fcntl.LOCK_SH):
+            return keeper.read(path, locked=True)
 
     def read_if_changed(self, name: str, etag: str) -> Blob | None:
         """None if the blob still has ``etag``; else as :meth:`read`."""
@@ -98,9 +105,10 @@ class FileBlobStore:
         """Write if ``condition`` holds (else :class:`PreconditionFailed`); a fresh ETag."""
         path = self._path(name)
         with self._locked(name, fcntl.LOCK_EX):
-            _check_condition(name, self.etags.current(path), condition)
+            current = self.etags.current(path)
+            _check_condition(name, current, condition)
             etag = new_etag()
-            self.etags.replace(path, data, etag)
+            self.etags.replace(path, data, etag, existing=current is not None)
         return etag
 
     def delete(self, name: str, condition: Condition = _UNCONDITIONAL) -> None:

@@ -25,8 +25,10 @@ import stat
 from collections.abc import Callable
 from typing import Protocol
 
+from memnet.adapters.local.exchange import exchange
+from memnet.adapters.local.spares import ATTR, WRITING, SparePool, attr_value, tag
+
 TEMP_PREFIX = ".memnet-tmp-"
-ATTR = "user.memnet.etag"
 _DIRECTORY_RETRIES = 20
 
 
@@ -34,40 +36,111 @@ class EtagKeeper(Protocol):
     needs_read_lock: bool
 
     def current(self, path: str) -> str | None: ...
-    def read(self, path: str) -> tuple[bytes, str] | None: ...
-    def replace(self, path: str, data: bytes, etag: str) -> None: ...
+    def read(self, path: str, locked: bool = False) -> tuple[bytes, str] | None: ...
+    def replace(self, path: str, data: bytes, etag: str, existing: bool) -> None: ...
     def remove(self, path: str) -> None: ...
 
 
+class Busy(Exception):
+    """An unlocked read kept meeting a write in progress: read under the stripe lock."""
+
+
 class XattrEtags:
+    """ETags as an attribute of the content file, and displaced files reused (see
+    :mod:`.spares` for why, and for the attribute protocol that keeps reads consistent)."""
+
     needs_read_lock = False
+
+    def __init__(self, spare_dir: str) -> None:
+        self._pool = SparePool(spare_dir)
 
     def current(self, path: str) -> str | None:
         try:
-            return os.getxattr(path, ATTR).decode("ascii")
+            value = os.getxattr(path, ATTR)
         except OSError as exc:
             return _missing_attr(exc, lambda: os.stat(path))
+        return _etag(value, lambda: os.stat(path))
 
-    def read(self, path: str) -> tuple[bytes, str] | None:
+    def read(self, path: str, locked: bool = False) -> tuple[bytes, str] | None:
+        """The blob's bytes and ETag. Unlocked, a read that overlapped a write of the
+        inode it opened is retried, and after a few tries :class:`Busy` is raised; under
+        the stripe lock the inode at ``path`` cannot change (``WRITING`` there means a
+        writer died after placing complete content: the ETag then comes from its stat)."""
+        for _ in range(1 if locked else _UNLOCKED_READS):
+            found = _read_once(path, locked)
+            if found is not _TORN:
+                return found
+        raise Busy(path)
+
+    def replace(self, path: str, data: bytes, etag: str, existing: bool) -> None:
+        value = attr_value(etag, path)
+        taken = self._pool.take()
+        if taken is None:
+            write_atomically(path, data, value, existing, self._pool)
+            return
+        fd, spare = taken
         try:
-            with open(path, "rb") as file:
-                return file.read(), self._attr(file.fileno())
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
-
-    def _attr(self, fd: int) -> str:
-        try:
-            return os.getxattr(fd, ATTR).decode("ascii")
-        except OSError as exc:
-            found = _missing_attr(exc, lambda: os.fstat(fd))
-            assert found is not None  # an open regular file always has a stat
-            return found
-
-    def replace(self, path: str, data: bytes, etag: str) -> None:
-        write_atomically(path, data, etag)
+            _write_all(fd, data)
+            try:
+                swapped = _place(spare, path, existing)
+            except BaseException:
+                self._pool.give_back(spare)
+                raise
+            os.setxattr(fd, ATTR, value)  # only in place: see .spares
+        finally:
+            os.close(fd)
+        if swapped:
+            self._pool.keep(spare, pooled=True)
 
     def remove(self, path: str) -> None:
-        unlink(path)
+        spare = self._pool.new_name()
+        try:
+            os.rename(path, spare)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        self._pool.keep(spare, pooled=True)
+
+
+_UNLOCKED_READS = 3
+_TORN = (b"", "")  # a read that overlapped a write of its inode (never a real result)
+
+
+def _read_once(path: str, locked: bool) -> tuple[bytes, str] | None:
+    try:
+        file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed below)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    with file:
+        fd = file.fileno()
+        before, data, after = _attr(fd), file.readall(), _attr(fd)
+        if not locked and (before != after or not _settled(before, path)):
+            return _TORN
+        return data, _etag(before, lambda: os.fstat(fd))
+
+
+def _attr(fd: int) -> bytes | None:
+    try:
+        return os.getxattr(fd, ATTR)
+    except OSError as exc:
+        if exc.errno == errno.ENODATA:
+            return None
+        raise
+
+
+def _settled(value: bytes | None, path: str) -> bool:
+    """Not mid-write, and (if tagged) this path's content."""
+    if value is None:
+        return True
+    if value == WRITING:
+        return False
+    _, _, found = value.partition(b" ")
+    return not found or found == tag(path)
+
+
+def _etag(value: bytes | None, stat_of: Callable[[], os.stat_result]) -> str:
+    if value is None or value == WRITING:
+        return etag_from_stat(stat_of())
+    return value.partition(b" ")[0].decode("ascii")
 
 
 class SidecarEtags:
@@ -89,14 +162,14 @@ class SidecarEtags:
         sidecar = read_file(self._sidecar(path))
         return sidecar.decode("ascii") if sidecar else etag_from_stat(info)
 
-    def read(self, path: str) -> tuple[bytes, str] | None:
+    def read(self, path: str, locked: bool = True) -> tuple[bytes, str] | None:
         etag = self.current(path)
         data = read_file(path) if etag is not None else None
         return None if data is None or etag is None else (data, etag)
 
-    def replace(self, path: str, data: bytes, etag: str) -> None:
-        write_atomically(self._sidecar(path), etag.encode("ascii"))
-        write_atomically(path, data)
+    def replace(self, path: str, data: bytes, etag: str, existing: bool) -> None:
+        write_atomically(self._sidecar(path), etag.encode("ascii"), existing=existing)
+        write_atomically(path, data, existing=existing)
 
     def remove(self, path: str) -> None:
         unlink(path)
@@ -104,12 +177,12 @@ class SidecarEtags:
         prune_empty_parents(self._sidecar(path), stop=self._meta)
 
 
-def keeper_for(content_root: str, meta_root: str, mode: str) -> EtagKeeper:
+def keeper_for(content_root: str, meta_root: str, spare_dir: str, mode: str) -> EtagKeeper:
     """``mode`` is ``xattr``, ``sidecar`` or ``auto`` (xattr if the filesystem allows)."""
     if mode == "auto":
         mode = "xattr" if xattrs_supported(content_root) else "sidecar"
     if mode == "xattr":
-        return XattrEtags()
+        return XattrEtags(spare_dir)
     if mode == "sidecar":
         return SidecarEtags(content_root, meta_root)
     raise ValueError(f"unknown ETag mode {mode!r}")
@@ -154,21 +227,51 @@ def read_file(path: str) -> bytes | None:
         return None
 
 
-def write_atomically(path: str, data: bytes, etag: str | None = None) -> None:
-    """Give ``path`` the content ``data`` (and ETag attribute) in one ``os.replace``."""
+def write_atomically(
+    path: str,
+    data: bytes,
+    attr: bytes | None = None,
+    existing: bool = False,
+    pool: SparePool | None = None,
+) -> None:
+    """Give ``path`` the content ``data`` (and ETag attribute) in one atomic rename of a
+    new file: a swap when ``path`` is known to be an ``existing`` file (see
+    :mod:`.exchange`), after which the old file goes to ``pool`` or is deleted."""
     fd, temp = _create_temp(os.path.dirname(path))
     try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-            if etag is not None:
-                os.setxattr(file.fileno(), ATTR, etag.encode("ascii"))
-        os.replace(temp, path)
-    except IsADirectoryError as exc:
-        unlink(temp)
-        raise ValueError(f"{path} clashes with existing blob names below it") from exc
+        with os.fdopen(fd, "wb", buffering=0) as file:
+            _write_all(file.fileno(), data)
+            if attr is not None:
+                os.setxattr(file.fileno(), ATTR, attr)
+        swapped = _place(temp, path, existing)
     except BaseException:
         unlink(temp)
         raise
+    if swapped and pool is not None:
+        pool.keep(temp, pooled=False)
+    elif swapped:
+        unlink(temp)
+
+
+def _place(temp: str, path: str, existing: bool) -> bool:
+    """Move ``temp`` to ``path``; True if it was a swap (``temp`` now holds the old file)."""
+    for _ in range(_DIRECTORY_RETRIES):
+        try:
+            if existing and exchange(temp, path):
+                return True
+            os.replace(temp, path)
+            return False
+        except FileNotFoundError:
+            _make_directory(os.path.dirname(path))  # a spare from .spare/, a new directory
+        except (IsADirectoryError, NotADirectoryError) as exc:
+            raise ValueError(f"{path} clashes with existing blob names") from exc
+    raise OSError(f"could not place a file in {os.path.dirname(path)}")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _create_temp(directory: str) -> tuple[int, str]:
