@@ -14,19 +14,34 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from memnet import pointers
 from memnet.auth import Caller
-from memnet.context_reads import Clock, IndexCache, Reader, ReadTimer, SemanticTexts
-from memnet.context_render import Selected, apply_budget, render_text
+from memnet.context_reads import (
+    Clock,
+    IndexCache,
+    Reader,
+    ReadTimer,
+    SemanticTexts,
+    build_index,
+    semantic_text,
+)
+from memnet.context_render import (
+    Decision,
+    Selected,
+    apply_budget,
+    dropped_entry,
+    render_text,
+    response,
+    routing_debug,
+)
 from memnet.documents import StoredDocument
 from memnet.layout import DocumentRef
 from memnet.ports import BlobStore
 from memnet.profiles import Binding, Profile, RoutingRules
 from memnet.registry import ProfileRegistry
-from memnet.routing import Ranking, RoutingIndex, rank_hint, semantic_confidence, tokens
+from memnet.routing import RoutingIndex, rank_hint, semantic_confidence, tokens
 from memnet.similarity import Similarity
 
 INDEX_CACHE_SIZE = 1024  # routing documents
@@ -50,19 +65,6 @@ class AssembleRequest:
     max_chars_total: int | None = None
     debug: bool = False
     render: str = "json"
-
-
-@dataclass
-class Decision:
-    """How the project was chosen; ``routing_debug`` is built from it."""
-
-    project_id: str | None = None
-    reason: str = "no_hint"
-    deterministic_score: float = 0.0
-    semantic_score: float | None = None
-    ranking: Ranking | None = None
-    semantic_scores: dict[str, float] = field(default_factory=dict)
-    warnings: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ContextService:
@@ -102,11 +104,11 @@ class ContextService:
         max_docs = request.max_docs or profile.context.default_max_docs
         budget = request.max_chars_total or profile.context.default_max_chars_total
         kept, over = apply_budget(selected, max_docs, budget, request.render == "text")
-        result = _result(decision, kept, dropped + over)
+        result = response(decision, kept, dropped + over)
         if request.render == "text":
             result["rendered"] = render_text(kept)
         if request.debug and "debug" in caller.roles:
-            result["routing_debug"] = _debug(decision)
+            result["routing_debug"] = routing_debug(decision)
         return result
 
     def _executor(self) -> Executor | None:
@@ -227,7 +229,7 @@ class ContextService:
         self, rules: RoutingRules, ref: DocumentRef, stored: StoredDocument | None
     ) -> str:
         return self._texts.remember(
-            ref.blob_name, stored, lambda document: _semantic_text(rules, document)
+            ref.blob_name, stored, lambda document: semantic_text(rules, document)
         )
 
     def _index(
@@ -244,7 +246,9 @@ class ContextService:
         stored = reader.load(ref)
         if stored is None:
             return RoutingIndex(), True
-        return self._indexes.for_version(ref.blob_name, stored, lambda s: _build(s, rules)), True
+        return self._indexes.for_version(
+            ref.blob_name, stored, lambda s: build_index(s, rules)
+        ), True
 
     # -- selection -----------------------------------------------------------------
 
@@ -269,7 +273,7 @@ class ContextService:
             reason = _unavailable(binding, path)
             stored = None if reason or path is None else reader.load(reader.ref(binding, path))
             if reason is not None or stored is None or path is None:
-                dropped.append(_dropped(binding, path, reason or "missing"))
+                dropped.append(dropped_entry(binding, path, reason or "missing"))
             else:
                 selected.append(Selected(binding, path, stored))
         if rules is not None and decision.project_id is not None:
@@ -286,27 +290,10 @@ class ContextService:
             self._remember_text(rules, ref, stored)
 
 
-def _build(stored: StoredDocument, rules: RoutingRules) -> RoutingIndex:
-    try:
-        entries = pointers.resolve(stored.document, ("content", *rules.index_pointer))
-    except KeyError:
-        entries = []
-    return RoutingIndex.build(entries if isinstance(entries, list) else [])
-
-
 def _unavailable(binding: Binding, path: str | None) -> str | None:
     if not binding.in_context:
         return "not_permitted"
     return "no_project" if path is None else None
-
-
-def _dropped(binding: Binding, path: str | None, reason: str) -> dict[str, Any]:
-    return {
-        "binding_id": binding.binding_id,
-        "namespace": binding.namespace,
-        "path": path,
-        "reason": reason,
-    }
 
 
 def _fixed_refs(profile: Profile, reader: Reader) -> list[DocumentRef]:
@@ -330,60 +317,3 @@ def _semantic_ref(
 ) -> DocumentRef | None:
     """The project's document that semantic disambiguation reads (its first binding)."""
     return next(iter(_project_refs(profile, rules, reader, project_id)), None)
-
-
-def _semantic_text(rules: RoutingRules, document: dict[str, Any]) -> str:
-    parts: list[str] = []
-    for pointer in rules.semantic_pointers:
-        try:
-            parts.extend(_strings_in(pointers.resolve(document, ("content", *pointer))))
-        except KeyError:
-            continue
-    return " ".join(parts)
-
-
-def _strings_in(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for k, v in value.items() for s in [str(k), *_strings_in(v)]]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings_in(item)]
-    return []
-
-
-def _result(
-    decision: Decision, kept: list[Selected], dropped: list[dict[str, Any]]
-) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "selected_project_id": decision.project_id,
-        "documents": [s.as_json() for s in kept],
-        "dropped_bindings": dropped,
-    }
-    if decision.warnings:
-        result["warnings"] = decision.warnings
-    return result
-
-
-def _debug(decision: Decision) -> dict[str, Any]:
-    return {
-        "deterministic_score": decision.deterministic_score,
-        "semantic_score": decision.semantic_score,
-        "reason": decision.reason,
-        "candidates": _candidates(decision),
-    }
-
-
-def _candidates(decision: Decision) -> list[dict[str, Any]]:
-    """Every matched project by score, with the semantic score of those scored."""
-    ranking = decision.ranking
-    if ranking is None:
-        return []
-    candidates = []
-    for project_id, score in sorted(ranking.scores.items(), key=lambda kv: -kv[1]):
-        candidate = {"project_id": project_id, "deterministic_score": score}
-        candidate["matched"] = ranking.matched[project_id]
-        if project_id in decision.semantic_scores:  # only the candidates actually scored
-            candidate["semantic_score"] = decision.semantic_scores[project_id]
-        candidates.append(candidate)
-    return candidates

@@ -23,10 +23,11 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from memnet import pointers
 from memnet.documents import StoredDocument
 from memnet.layout import DocumentRef
 from memnet.ports import BlobNotFound, BlobStore
-from memnet.profiles import Binding
+from memnet.profiles import Binding, RoutingRules
 from memnet.routing import RoutingIndex
 
 Clock = Callable[[], float]  # seconds, monotonic
@@ -198,6 +199,36 @@ class SemanticTexts:
         text = extract(stored.document) if stored is not None else ""
         self._lru.put(name, _Entry(etag, text, self._clock()))
         return text
+
+
+def build_index(stored: StoredDocument, rules: RoutingRules) -> RoutingIndex:
+    """The routing index in ``stored`` at the profile's ``index_pointer``."""
+    try:
+        entries = pointers.resolve(stored.document, ("content", *rules.index_pointer))
+    except KeyError:
+        entries = []
+    return RoutingIndex.build(entries if isinstance(entries, list) else [])
+
+
+def semantic_text(rules: RoutingRules, document: dict[str, Any]) -> str:
+    """The strings under the profile's ``semantic_pointers`` (keys included)."""
+    parts: list[str] = []
+    for pointer in rules.semantic_pointers:
+        try:
+            parts.extend(_strings_in(pointers.resolve(document, ("content", *pointer))))
+        except KeyError:
+            continue
+    return " ".join(parts)
+
+
+def _strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [str(k), *_strings_in(v)]]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings_in(item)]
+    return []
 
 
 def _unchanged(blobs: BlobStore, name: str, etag: str) -> bool:

@@ -1,4 +1,5 @@
-"""Budgets and the prompt-ready text form of context assembly (spec 11, "Token budget").
+"""What context assembly returns (spec 10.4, 11): budgets, the prompt-ready text form,
+the response body and ``routing_debug``.
 
 Budgets keep the highest-priority bindings: documents are considered in ``read_priority``
 order and, once one does not fit ``max_docs`` or ``max_chars_total``, it and every
@@ -15,14 +16,28 @@ Rendered text, one section per document, sections separated by one blank line::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memnet.documents import StoredDocument
 from memnet.envelope import char_count, serialise
 from memnet.profiles import Binding
+from memnet.routing import Ranking
 
 SEPARATOR = "\n\n"
+
+
+@dataclass
+class Decision:
+    """How the project was chosen; ``routing_debug`` is built from it."""
+
+    project_id: str | None = None
+    reason: str = "no_hint"
+    deterministic_score: float = 0.0
+    semantic_score: float | None = None
+    ranking: Ranking | None = None
+    semantic_scores: dict[str, float] = field(default_factory=dict)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -87,3 +102,49 @@ def _over(item: Selected, reason: str) -> dict[str, Any]:
 
 def render_text(kept: list[Selected]) -> str:
     return SEPARATOR.join(item.section() for item in kept)
+
+
+def dropped_entry(binding: Binding, path: str | None, reason: str) -> dict[str, Any]:
+    return {
+        "binding_id": binding.binding_id,
+        "namespace": binding.namespace,
+        "path": path,
+        "reason": reason,
+    }
+
+
+def response(
+    decision: Decision, kept: list[Selected], dropped: list[dict[str, Any]]
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "selected_project_id": decision.project_id,
+        "documents": [s.as_json() for s in kept],
+        "dropped_bindings": dropped,
+    }
+    if decision.warnings:
+        result["warnings"] = decision.warnings
+    return result
+
+
+def routing_debug(decision: Decision) -> dict[str, Any]:
+    return {
+        "deterministic_score": decision.deterministic_score,
+        "semantic_score": decision.semantic_score,
+        "reason": decision.reason,
+        "candidates": _candidates(decision),
+    }
+
+
+def _candidates(decision: Decision) -> list[dict[str, Any]]:
+    """Every matched project by score, with the semantic score of those scored."""
+    ranking = decision.ranking
+    if ranking is None:
+        return []
+    candidates = []
+    for project_id, score in sorted(ranking.scores.items(), key=lambda kv: -kv[1]):
+        candidate = {"project_id": project_id, "deterministic_score": score}
+        candidate["matched"] = ranking.matched[project_id]
+        if project_id in decision.semantic_scores:  # only the candidates actually scored
+            candidate["semantic_score"] = decision.semantic_scores[project_id]
+        candidates.append(candidate)
+    return candidates
