@@ -110,12 +110,50 @@ def _segment_matches(segment: Segment, part: str) -> bool:
 
 @dataclass(frozen=True)
 class _Compiled:
+    """A route with its template pre-split for :meth:`match` (same result as
+    :func:`match_segments`, without re-reading the template per request)."""
+
     route: HttpRoute
     segments: tuple[Segment, ...]
+    literals: tuple[tuple[int, str], ...] = ()  # (index, casefolded text)
+    params: tuple[tuple[int, str], ...] = ()  # (index, name)
+    catch_all: str | None = None  # the last segment's name, if it is a catch-all
+
+    @classmethod
+    def of(cls, route: HttpRoute, segments: tuple[Segment, ...]) -> _Compiled:
+        kinds = [(i, s) for i, s in enumerate(segments)]
+        last = segments[-1] if segments else None
+        return cls(
+            route,
+            segments,
+            tuple((i, s.value.casefold()) for i, s in kinds if s.kind is SegmentKind.LITERAL),
+            tuple((i, s.value) for i, s in kinds if s.kind is SegmentKind.PARAMETER),
+            last.value if last is not None and last.kind is SegmentKind.CATCH_ALL else None,
+        )
 
     @property
     def rank(self) -> tuple[int, ...]:
         return tuple(int(s.kind) for s in self.segments)
+
+    def match(self, parts: Sequence[str]) -> dict[str, str] | None:
+        size = len(self.segments)
+        if len(parts) < size if self.catch_all is not None else len(parts) != size:
+            return None
+        for i, text in self.literals:
+            part = parts[i]
+            if (unquote(part) if "%" in part else part).casefold() != text:
+                return None
+        params: dict[str, str] = {}
+        for i, name in self.params:
+            if not parts[i]:
+                return None
+            params[name] = unquote(parts[i])
+        if self.catch_all is not None:
+            rest = "/".join(parts[size - 1 :])
+            if not rest:
+                return None
+            params[self.catch_all] = unquote(rest)
+        return params
 
 
 class Router:
@@ -124,7 +162,7 @@ class Router:
     def __init__(self, routes: Sequence[HttpRoute], prefix: str = DEFAULT_ROUTE_PREFIX) -> None:
         prefix = prefix.strip("/")
         compiled = [
-            _Compiled(r, parse_template(f"{prefix}/{r.route}" if prefix else r.route))
+            _Compiled.of(r, parse_template(f"{prefix}/{r.route}" if prefix else r.route))
             for r in routes
         ]
         self._routes = sorted(compiled, key=lambda c: c.rank)  # best match first
@@ -133,10 +171,10 @@ class Router:
         parts, method = split_path(path), method.upper()
         for compiled in self._routes:  # sorted by rank: the first fitting match wins
             if method in compiled.route.methods:
-                params = match_segments(compiled.segments, parts)
+                params = compiled.match(parts)
                 if params is not None:
                     return Resolution(compiled.route, params)
-        matching = [c for c in self._routes if match_segments(c.segments, parts) is not None]
+        matching = [c for c in self._routes if c.match(parts) is not None]
         return Resolution(allowed=tuple(sorted({m for c in matching for m in c.route.methods})))
 
 

@@ -290,12 +290,14 @@ class DocumentService:
     ) -> Response:
         before = current.document if current else None
         document = apply_change(before, record)
-        found = document_violations(document, binding, self._registry.validator(binding))
+        text = serialise(document)  # what is stored, and what max_chars counts
+        validator = self._registry.validator(binding)
+        found = document_violations(document, binding, validator, len(text))
         raise_if_any(found + denied_changes(profile, binding, before or {}, document))
         self._audit.write(ref, record)
         condition = Condition.match(current.etag) if current else Condition.create_only()
         try:
-            etag = self._blobs.write(ref.blob_name, serialise(document).encode(), condition)
+            etag = self._blobs.write(ref.blob_name, text.encode(), condition)
         except StoragePreconditionFailed as exc:
             return self._lost_race(ref, record, exc)
         except StorageError as exc:

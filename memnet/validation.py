@@ -18,11 +18,12 @@ MAX_REPORTED = 20
 
 
 def document_violations(
-    document: Any, binding: Binding, validator: Draft202012Validator
+    document: Any, binding: Binding, validator: Draft202012Validator, size: int | None = None
 ) -> list[Violation]:
-    """Every reason ``document`` may not be stored under ``binding`` (empty if none)."""
+    """Every reason ``document`` may not be stored under ``binding`` (empty if none);
+    ``size``: its :func:`~memnet.envelope.char_count`, if the caller has it already."""
     found = list(_schema_violations(document, validator))
-    found += list(_limit_violations(document, binding))
+    found += list(_limit_violations(document, binding, size))
     return found[:MAX_REPORTED]
 
 
@@ -35,8 +36,8 @@ def _schema_violations(document: Any, validator: Draft202012Validator) -> Iterat
         )
 
 
-def _limit_violations(document: Any, binding: Binding) -> Iterator[Violation]:
-    size = char_count(document)
+def _limit_violations(document: Any, binding: Binding, size: int | None) -> Iterator[Violation]:
+    size = char_count(document) if size is None else size
     if size > binding.max_chars:
         yield Violation(
             "MAX_CHARS_EXCEEDED", f"document is {size} chars; binding allows {binding.max_chars}."

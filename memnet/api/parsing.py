@@ -47,12 +47,21 @@ def _parse(raw: bytes) -> Any:
     """Strict JSON: no NaN/Infinity, no lone surrogates, nesting at most MAX_DEPTH."""
     try:
         body = json.loads(raw or b"null", parse_constant=_refuse, parse_float=_finite)
-        json.dumps(body, ensure_ascii=False).encode()  # lone surrogates cannot be stored
+        if _may_hold_surrogates(raw):
+            json.dumps(body, ensure_ascii=False).encode()  # lone surrogates cannot be stored
     except (ValueError, UnicodeError, RecursionError) as exc:
         raise BadRequest(f"Body is not valid JSON: {_reason(exc)}", code="MALFORMED_JSON") from exc
-    if _depth(body) > MAX_DEPTH:
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(body) > MAX_DEPTH:
         raise BadRequest(f"Body nests deeper than {MAX_DEPTH} levels.", code="MALFORMED_JSON")
     return body
+
+
+def _may_hold_surrogates(raw: bytes) -> bool:
+    """Whether ``json.loads`` may have produced a surrogate: from a ``\\uD800``-``\\uDFFF``
+    escape, from bytes ED A0-BF (it decodes with ``surrogatepass``; ED also starts other
+    characters, which are then checked needlessly), or in UTF-16/32 (NUL in the first
+    bytes). Otherwise the full check is skipped."""
+    return b"\\ud" in raw or b"\\uD" in raw or b"\xed" in raw or b"\x00" in raw[:4]
 
 
 def _refuse(constant: str) -> float:

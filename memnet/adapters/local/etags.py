@@ -81,6 +81,7 @@ class XattrEtags:
         fd, spare = taken
         try:
             _write_all(fd, data)
+            os.ftruncate(fd, len(data))  # cut what the spare held beyond the new content
             try:
                 swapped = _place(spare, path, existing)
             except BaseException:

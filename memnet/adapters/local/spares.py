@@ -5,8 +5,8 @@ one by one, every inode of the block group that was freed in the last one to fiv
 minutes. A store that replaces a file with a new one frees an inode per write, so each
 file it creates gets slower the more it has written (0.1-0.7 ms per creation after a
 few thousand PATCHes, each of which replaced two files). Here the inode that a write
-displaces (or a delete removes) is marked, truncated (no content is kept) and moved
-under ``.spare/``; a later write, of any blob, fills it and moves it into place.
+displaces (or a delete removes) is marked, truncated to one byte (no content is kept)
+and moved under ``.spare/``; a later write, of any blob, fills it and moves it into place.
 
 A reused inode may still be open in a reader that opened it under its former name,
 so readers check what they read (:mod:`.etags`): the ETag attribute of a blob's inode is
@@ -51,14 +51,14 @@ class SparePool:
         self._made = False
 
     def take(self) -> tuple[int, str] | None:
-        """An open (write, truncated) descriptor on a spare and its path, or None."""
+        """A write descriptor on a spare (its size is left to the caller) and its path."""
         while True:
             with self._lock:
                 if not self._spares:
                     return None
                 path = self._spares.pop()
             with contextlib.suppress(FileNotFoundError):  # removed by hand: try the next
-                return os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC), path
+                return os.open(path, os.O_WRONLY | os.O_CLOEXEC), path
 
     def give_back(self, path: str) -> None:
         """Return a spare that a failed write took (still marked, still under .spare/)."""
@@ -95,9 +95,11 @@ class SparePool:
         return os.path.join(self._directory, f"{os.getpid()}-{secrets.token_hex(8)}")
 
     def _empty(self, path: str) -> None:
+        """Keep one byte: truncating to zero makes ext4 (``auto_da_alloc``) flush the
+        file's next content when it is closed, and a later truncation wait for that I/O."""
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
         try:
             os.setxattr(fd, ATTR, WRITING)
-            os.ftruncate(fd, 0)
+            os.ftruncate(fd, 1)
         finally:
             os.close(fd)
