@@ -92,10 +92,21 @@ def _invalid(index: int, reason: str) -> BadRequest:
 
 def apply_ops(document: Any, ops: list[Op]) -> Any:
     """Return a new document with ``ops`` applied in order; the input is not changed."""
-    result = copy.deepcopy(document)
+    result = _copy(document)
     for op in ops:
         result = _apply_one(result, op)
     return result
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON data (a few times faster than ``copy.deepcopy``)."""
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy(item) for item in value]
+    if value is None or isinstance(value, str | int | float):  # immutable (bool is an int)
+        return value
+    return copy.deepcopy(value)
 
 
 def _apply_one(document: Any, op: Op) -> Any:

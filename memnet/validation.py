@@ -3,13 +3,14 @@ JSON Schema of the whole document, ``max_chars`` and the binding's array limits.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.protocols import Validator
 
 from memnet import pointers
-from memnet.envelope import CONTENT, char_count
+from memnet.envelope import CONTENT, char_count, envelope_holds
 from memnet.errors import Unprocessable
 from memnet.policy import Violation
 from memnet.profiles import Binding
@@ -28,12 +29,37 @@ def document_violations(
 
 
 def _schema_violations(document: Any, validator: Draft202012Validator) -> Iterator[Violation]:
+    schema = validator.schema
+    if (
+        isinstance(schema, Mapping)
+        and envelope_holds(document, schema)
+        and _valid(_content_validator(validator, schema), document[CONTENT])
+    ):
+        return  # the fast path: the same verdict, without jsonschema walking the envelope
     for error in validator.iter_errors(document):
         yield Violation(
             "SCHEMA_VIOLATION",
             error.message,
             path=pointers.render(tuple(str(p) for p in error.absolute_path)),
         )
+
+
+_content_validators: dict[int, tuple[Draft202012Validator, Validator]] = {}
+
+
+def _content_validator(validator: Draft202012Validator, schema: Mapping[str, Any]) -> Validator:
+    """The validator of the content alone: the envelope's ``content`` subschema (a $ref
+    into the registry), with the same registry and format checker."""
+    found = _content_validators.get(id(validator))
+    if found is None or found[0] is not validator:
+        content = validator.evolve(schema=schema["properties"][CONTENT])
+        found = (validator, content)
+        _content_validators[id(validator)] = found
+    return found[1]
+
+
+def _valid(validator: Validator, instance: Any) -> bool:
+    return next(iter(validator.iter_errors(instance)), None) is None
 
 
 def _limit_violations(document: Any, binding: Binding, size: int | None) -> Iterator[Violation]:
