@@ -99,8 +99,9 @@ def _header(results: dict[str, Any]) -> str:
             f"- Per size one user: the routing document with N projects (2-3 keywords each "
             f"from a shared vocabulary of 12), ~1.1 KB project documents for the projects the "
             f"hints touch. {hints} hints, fixed seed, same mix at every size: {shares}. "
-            "`tie` hints name a keyword many projects share, so the semantic tie-break reads "
-            "up to 5 candidates' documents.",
+            "`tie` hints name a keyword many projects share, so the semantic tie-break scores "
+            "up to 5 candidates (reading their documents only when their cached semantic "
+            "texts are older than the semantic TTL, 30 s).",
             "- GET: `GET .../documents/user/user_dynamic.json` of the same user, same server, "
             "same concurrency. Same server setup as above (one `memnet serve`, client threads "
             "on the same machine).",
@@ -167,8 +168,9 @@ def _reads_table(b: dict[str, Any]) -> str:
     ]
     note = (
         "Mean BlobStore calls per assembly (`all`: over the mix; `max`: the most for one "
-        "hint), counted in-process with a counting store, routing index cached (one "
-        "conditional read of the routing document per assembly)."
+        "hint), counted in-process with a counting store, caches warm: the routing index "
+        "within its TTL (1 s; a hint that selects no project confirms it with a "
+        "conditional read) and the candidates' semantic texts within theirs (30 s)."
     )
     return "\n".join(["#### Storage calls per assembly", "", *head, *rows, "", note])
 
@@ -186,7 +188,9 @@ def _profile(b: dict[str, Any]) -> str:
         f"{p['assemblies']} assemblies of the mix at the largest size, in-process, under "
         f"cProfile (which inflates Python-heavy code): {p['wall_ms_per_assembly']} ms per "
         f"assembly, {p['storage_ms_per_assembly']} ms of it in BlobStore calls "
-        f"({p['storage_share']:.0%}). Most own time (ms per assembly, any module): {own}."
+        f"({p['storage_share']:.0%}; reads on the read pool are not seen by cProfile, "
+        "which profiles the calling thread: they show as lock waits). Most own time (ms "
+        f"per assembly, any module): {own}."
     )
     title = "#### Where assembly time goes (cProfile, memnet functions by cumulative time)"
     return "\n".join([title, "", note, "", *head, *rows])
