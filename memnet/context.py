@@ -45,7 +45,7 @@ from memnet.routing import RoutingIndex, rank_hint, semantic_confidence, tokens
 from memnet.similarity import Similarity
 
 INDEX_CACHE_SIZE = 1024  # routing documents
-TEXT_CACHE_SIZE = 8192  # project documents' semantic texts
+TEXT_CACHE_SIZE = 4096  # project documents' semantic texts (~1-2 KB each, typically)
 # How long the routing index (only when it is not itself returned) and the projects'
 # semantic texts are used without asking storage; see docs/decisions.md.
 INDEX_TTL_S = 1.0

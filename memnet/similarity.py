@@ -17,9 +17,9 @@ from typing import Protocol
 
 from memnet.routing import tokens
 
-BAG_CACHE_SIZE = 4096  # candidate texts (~2 KB each)
+BAG_CACHE_SIZE = 1024  # candidate texts (~1-2 KB each, typically)
 STEM_CACHE_SIZE = 65536  # words
-MODEL_CACHE_SIZE = 1024  # candidate sets
+MODEL_CACHE_SIZE = 256  # candidate sets
 
 STOP_WORDS = frozenset(
     [

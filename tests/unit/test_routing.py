@@ -1,14 +1,17 @@
-"""Routing (spec 11): the fast ranking gives exactly the reference ranking, and the
-semantic tie-break's caches give exactly what a fresh computation gives."""
+"""Routing (spec 11): the fast ranking gives exactly the reference ranking, the
+semantic tie-break's caches give what a fresh computation gives, and reads go concurrent
+only when they are slow."""
 
 from __future__ import annotations
 
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from memnet.ports import BlobNotFound
 from memnet.routing import RoutingIndex, matches, rank, rank_hint, tokens
 from memnet.similarity import LexicalSimilarity
 
@@ -78,3 +81,25 @@ def test_cached_similarity_scores_equal_fresh_ones():
     other = LexicalSimilarity().scores("kafka lag", candidates)
     assert first == again and first["c"] > first["a"] > first["b"] == 0.0
     assert other["a"] > 0 and other["b"] == other["c"] == 0.0
+
+
+def test_reads_go_concurrent_only_once_they_are_slow():
+    from memnet.context_reads import ReadTimer
+
+    class SlowStore:
+        def __init__(self, seconds: float) -> None:
+            self.seconds = seconds
+
+        def read(self, name: str) -> Any:
+            import time
+
+            time.sleep(self.seconds)
+            raise BlobNotFound(name)
+
+    timer = ReadTimer(0.001)
+    for _ in range(20):
+        assert timer.read(SlowStore(0.0), "x") is None
+    assert not timer.slow
+    for _ in range(20):
+        timer.read(SlowStore(0.003), "x")
+    assert timer.slow
