@@ -35,6 +35,7 @@ from memnet.validation import document_violations, raise_if_any
 class StoredDocument:
     etag: str
     document: dict[str, Any]
+    data: bytes = b""  # the stored bytes ``document`` was parsed from, if known
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ class DocumentService:
             blob = self._blobs.read(ref.blob_name)
         except BlobNotFound:
             return None
-        return StoredDocument(blob.etag, json.loads(blob.data))
+        return StoredDocument(blob.etag, json.loads(blob.data), blob.data)
 
     def _require(self, ref: DocumentRef) -> StoredDocument:
         current = self.load(ref)

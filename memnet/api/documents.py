@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -11,7 +12,7 @@ from memnet.api import parsing
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.auth import Caller
-from memnet.documents import Precondition, WriteCommand
+from memnet.documents import Precondition, StoredDocument, WriteCommand
 from memnet.errors import BadRequest
 from memnet.idempotency import Response
 from memnet.patching import parse_ops
@@ -35,9 +36,16 @@ def get_document(request: ApiRequest, request_id: str) -> ApiResponse:
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     found = bootstrap.services().documents.read(caller, ref, profile_id)
-    return ApiResponse.json(
-        200, {"etag": found.etag, "document": found.document}, {"ETag": found.etag}
-    )
+    return ApiResponse.encoded(200, _read_body(found), {"ETag": found.etag})
+
+
+def _read_body(found: StoredDocument) -> bytes:
+    """``{"etag", "document"}``. A document stored by the service is its compact
+    serialisation, parsed already (so valid JSON): those bytes are the document part,
+    rather than serialising the parsed document again."""
+    if found.data.startswith(b'{"doc_id":'):
+        return b'{"etag":%s,"document":%s}' % (json.dumps(found.etag).encode(), found.data)
+    return ApiResponse.json(200, {"etag": found.etag, "document": found.document}).body
 
 
 def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:

@@ -51,4 +51,11 @@ class ApiResponse:
             body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
         except UnicodeEncodeError:  # a lone surrogate echoed back: escape it instead
             body = json.dumps(payload, separators=(",", ":")).encode()
+        return cls.encoded(status, body, headers)
+
+    @classmethod
+    def encoded(
+        cls, status: int, body: bytes, headers: Mapping[str, str] | None = None
+    ) -> ApiResponse:
+        """A JSON body that is already serialised (UTF-8)."""
         return cls(status, body, {"Content-Type": f"{JSON}; charset=utf-8", **(headers or {})})
