@@ -59,7 +59,14 @@ def build(
         timedelta(seconds=settings.idempotency_lease_seconds),
     )
     documents = DocumentService(blobs, registry, audit, idempotency, clock)
-    context = ContextService(blobs, registry, similarity or LexicalSimilarity())
+    context = ContextService(
+        blobs,
+        registry,
+        similarity or LexicalSimilarity(),
+        index_ttl=settings.context_index_ttl_seconds,
+        semantic_ttl=settings.context_semantic_ttl_seconds,
+        read_workers=settings.context_read_workers,
+    )
     auth = authenticator or _authenticator(settings)
     queue = queue or message_queue(settings)
     index = index or search_index(settings)

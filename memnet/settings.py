@@ -32,6 +32,9 @@ class Settings:
     search_endpoint: str | None = None
     search_index_name: str = "memnet-events"
     search_api_key: str | None = None
+    context_index_ttl_seconds: float = 1.0
+    context_semantic_ttl_seconds: float = 30.0
+    context_read_workers: int = 8
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -54,6 +57,9 @@ class Settings:
             search_endpoint=env.get("MEMNET_SEARCH_ENDPOINT") or None,
             search_index_name=env.get("MEMNET_SEARCH_INDEX", "memnet-events"),
             search_api_key=env.get("MEMNET_SEARCH_API_KEY") or None,
+            context_index_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_INDEX_TTL_SECONDS", 1.0),
+            context_semantic_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS", 30.0),
+            context_read_workers=_int(env, "MEMNET_CONTEXT_READ_WORKERS", 8),
         )
         settings.check()
         return settings
@@ -99,4 +105,17 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ConfigError("settings", name, f"must be an integer, got {text!r}") from exc
     if value < 0:
         raise ConfigError("settings", name, "must not be negative")
+    return value
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    text = env.get(name)
+    if text is None or text == "":
+        return default
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise ConfigError("settings", name, f"must be a number of seconds, got {text!r}") from exc
+    if not 0 <= value <= 3600:
+        raise ConfigError("settings", name, "must be between 0 and 3600 seconds")
     return value

@@ -89,6 +89,18 @@ def test_broken_callers_file_names_the_field(tmp_path: Path, callers: object, fi
         ({"MEMNET_STORAGE": "s3"}, "MEMNET_STORAGE"),
         ({"MEMNET_STORAGE": "azure"}, "MEMNET_BLOB_CONNECTION_STRING"),
         ({"MEMNET_IDEMPOTENCY_TTL_SECONDS": "soon"}, "MEMNET_IDEMPOTENCY_TTL_SECONDS"),
+        (
+            {
+                "MEMNET_STORAGE": "azure",
+                "MEMNET_BLOB_CONNECTION_STRING": "UseDevelopmentStorage=true",
+            },
+            "MEMNET_QUEUE",
+        ),
+        ({"MEMNET_SEARCH": "elastic"}, "MEMNET_SEARCH"),
+        ({"MEMNET_SEARCH": "azure"}, "MEMNET_SEARCH_ENDPOINT"),
+        ({"MEMNET_CONTEXT_INDEX_TTL_SECONDS": "-1"}, "MEMNET_CONTEXT_INDEX_TTL_SECONDS"),
+        ({"MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS": "later"}, "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS"),
+        ({"MEMNET_CONTEXT_READ_WORKERS": "-2"}, "MEMNET_CONTEXT_READ_WORKERS"),
         ({}, "MEMNET_CALLERS_FILE"),
     ],
 )
@@ -98,6 +110,22 @@ def test_bad_settings_fail_fast(env: dict[str, str], field: str):
             {"MEMNET_CALLERS_FILE": "c.json", **env} if field != "MEMNET_CALLERS_FILE" else env
         )
     assert caught.value.field == field
+
+
+def test_context_cache_settings_reach_the_service():
+    settings = Settings.from_env(
+        {
+            "MEMNET_CALLERS_FILE": "c.json",
+            "MEMNET_CONTEXT_INDEX_TTL_SECONDS": "0",
+            "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS": "2.5",
+            "MEMNET_CONTEXT_READ_WORKERS": "0",
+        }
+    )
+    assert (
+        settings.context_index_ttl_seconds,
+        settings.context_semantic_ttl_seconds,
+        settings.context_read_workers,
+    ) == (0.0, 2.5, 0)
 
 
 def test_serve_refuses_to_start_with_a_broken_profile(tmp_path: Path):
