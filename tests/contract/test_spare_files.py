@@ -56,3 +56,18 @@ def test_displaced_files_are_emptied_and_reused(tmp_path: Path) -> None:
     spares = list((tmp_path / "data" / ".spare").iterdir())
     assert spares and all(os.path.getsize(p) <= 1 for p in spares)
     assert len(spares) <= 2  # reused, not one per write
+
+
+def test_writes_and_deletes_work_after_the_spare_directory_is_removed(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path / "data", etags="xattr")
+    etag = store.write("doc.json", b"one", Condition.create_only())
+    etag = store.write("doc.json", b"two", Condition.match(etag))  # pools the old file
+    for spare in (tmp_path / "data" / ".spare").iterdir():
+        spare.unlink()
+    (tmp_path / "data" / ".spare").rmdir()
+    etag = store.write("doc.json", b"three", Condition.match(etag))
+    store.write("other.json", b"x", Condition.create_only())
+    assert store.read("doc.json").data == b"three"
+    store.delete("doc.json", Condition.match(etag))
+    store.delete("other.json")
+    assert list(store.list_names("")) == []

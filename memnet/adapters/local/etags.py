@@ -84,6 +84,9 @@ class XattrEtags:
             os.ftruncate(fd, len(data))  # cut what the spare held beyond the new content
             try:
                 swapped = _place(spare, path, existing)
+            except _SpareGone:  # .spare/ was removed under us: write a new file instead
+                write_atomically(path, data, value, existing, self._pool)
+                return
             except BaseException:
                 self._pool.give_back(spare)
                 raise
@@ -94,10 +97,11 @@ class XattrEtags:
             self._pool.keep(spare, pooled=True)
 
     def remove(self, path: str) -> None:
-        spare = self._pool.new_name()
         try:
+            spare = self._pool.new_name()
             os.rename(path, spare)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # the blob is gone already, or .spare/ is: delete outright
+            unlink(path)
             return
         self._pool.keep(spare, pooled=True)
 
@@ -262,11 +266,17 @@ def _place(temp: str, path: str, existing: bool) -> bool:
                 return True
             os.replace(temp, path)
             return False
-        except FileNotFoundError:
+        except FileNotFoundError as exc:
+            if not os.path.lexists(temp):
+                raise _SpareGone(temp) from exc
             _make_directory(os.path.dirname(path))  # a spare from .spare/, a new directory
         except (IsADirectoryError, NotADirectoryError) as exc:
             raise ValueError(f"{path} clashes with existing blob names") from exc
     raise OSError(f"could not place a file in {os.path.dirname(path)}")
+
+
+class _SpareGone(FileNotFoundError):
+    """The file to be placed no longer exists (its directory was removed)."""
 
 
 def _write_all(fd: int, data: bytes) -> None:
