@@ -112,6 +112,38 @@ def kept_block(path: Path, name: str, default: str) -> str:
     return default
 
 
+def write_with_analysis(path: Path, section: str, parts: list[str], analysis: str) -> Path:
+    """Rewrite section ``section`` of ``path`` from ``parts``, then an Analysis block
+    (markers named ``analysis``) whose hand-written text is kept across runs."""
+    kept = kept_block(path, analysis, NO_ANALYSIS)
+    block = f"### Analysis\n\n<!-- {analysis} -->\n{kept}\n<!-- /{analysis} -->"
+    return write_section(path, section, "\n\n".join([*parts, block]))
+
+
+def machine_line(m: dict[str, Any]) -> str:
+    """The machine as one Markdown list item."""
+    return (
+        f"- CPU: {m['cpu_model']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} "
+        f"usable); RAM {m['memory_gib']} GiB; {m['os']}; Python {m['python']}"
+    )
+
+
+def targets_table(found: list[dict[str, Any]]) -> str:
+    """The "### Targets" table of :func:`_target`-shaped rows."""
+    return _targets_table(found)
+
+
+def table(head: list[str], rows: list[list[Any]], right_from: int = 1) -> str:
+    """A Markdown table; columns from ``right_from`` on are right-aligned."""
+    align = ["---" if i < right_from else "---:" for i in range(len(head))]
+    lines = [head, align, *[[str(cell) for cell in row] for row in rows]]
+    return "\n".join("| " + " | ".join(line) + " |" for line in lines)
+
+
+def ms_cells(stats: dict[str, Any]) -> list[str]:
+    return [f"{stats[key]:.2f}" for key in ("p50_ms", "p95_ms", "p99_ms")]
+
+
 def _header(results: dict[str, Any]) -> str:
     m, s = results["machine"], results["settings"]
     return "\n".join(
@@ -234,13 +266,17 @@ npm install                      # once: Azurite, for the azurite backend
 .venv/bin/python -m bench.documents --backend local --requests 300
 .venv/bin/python -m bench.documents --write-docs          # also rewrite its section here
 .venv/bin/python -m bench.context --write-docs            # context assembly, its section
+.venv/bin/python -m bench.search --write-docs             # event search, its section
+.venv/bin/python -m bench.search --only 10k,1m-users --no-http  # a subset, index only
 ```
 
 Each run starts its own server (`python -m memnet serve` on a free loopback port, a
 temporary data directory, settings from the environment only) and, for `azurite`, its own
 in-memory Azurite. Raw results go to `bench/results/` (git-ignored). `--time-cap` bounds
 each workload in seconds; `--hot-writes` sets the writes per hot round (at most 59, the
-`/recent_notes` limit of `project_doc` is 60). The benchmark is not part of `pytest`."""
+`/recent_notes` limit of `project_doc` is 60). The benchmark is not part of `pytest`.
+`bench.search` builds its datasets once (the 1M ones take minutes) and caches them under
+`/tmp/memnet-bench-search` (`--dir`; `--rebuild` to build again); it needs no Azurite."""
 
 SKELETON = f"""# Performance
 

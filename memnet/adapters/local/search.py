@@ -11,8 +11,13 @@ Per-user terms: a plain FTS5 MATCH is global (a common term walks and scores eve
 postings before a join drops them), so each token is indexed with its scope as a prefix
 (``s42_memory``) and a query asks only for ``"s42_..."`` terms. FTS5 then reads this
 user's postings alone: a search costs what the user's own events cost, however many other
-users there are (``bench/search_probe.py``). The SQL checks the scope too. BM25 thus
-counts document frequencies per user (N stays the table size).
+users there are (``bench/search.py``, 1M events over 1,000 users). The SQL checks the scope
+too. BM25 thus counts document frequencies per user (N stays the table size).
+
+Cost: FTS5 has no top-k pruning, so a ranked search scores every event of the user that
+holds any query term; a query with a word common in this user's digests costs time linear
+in the user's events (docs/performance.md, "Event search"). Without filters, FTS5 ranks
+alone and only the best rows are joined with ``events``.
 
 Contentless FTS (``content=''``), not external content: the indexed text is the prefixed
 token stream, which no ``events`` column holds; storing it as one would double the digest
@@ -49,6 +54,7 @@ MAX_QUERY_TOKENS = 32
 DIGEST_WEIGHT, KEYWORDS_WEIGHT = 1.0, 1.5
 BUSY_TIMEOUT_SECONDS = 10.0
 LIST_PAGE = 1000
+TIE_MARGIN = 8  # rows ranked past top_k to see whether a tie crosses the cut
 TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*' tokenchars '_'"
 TERMS_VERSION = f"2/{TOKENIZER}/{unicodedata.unidata_version}"  # bump when _terms changes
 _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
@@ -77,6 +83,11 @@ _RANKED = f"""SELECT e.event_id, e.timestamp, -bm25(events_fts, {DIGEST_WEIGHT},
     AS score FROM events_fts CROSS JOIN events AS e ON e.doc_id = events_fts.rowid
     WHERE events_fts MATCH ? AND e.scope_id = ? {{}}
     ORDER BY score DESC, e.ts_us DESC, e.event_id LIMIT ?"""
+_BEST = f"""SELECT rowid, -bm25(events_fts, {DIGEST_WEIGHT}, {KEYWORDS_WEIGHT}) AS score
+    FROM events_fts WHERE events_fts MATCH ? ORDER BY score DESC LIMIT ?"""
+_ROWS = (
+    "SELECT doc_id, event_id, timestamp, ts_us FROM events WHERE scope_id = ? AND doc_id IN ({})"
+)
 _NEWEST = """SELECT e.event_id, e.timestamp, 0.0 FROM events AS e WHERE e.scope_id = ? {}
     ORDER BY e.ts_us DESC, e.event_id DESC LIMIT ?"""
 _PAGE = f"""SELECT event_id FROM events WHERE scope_id = ? AND event_id > ?
@@ -105,8 +116,12 @@ class SqliteSearchIndex:
         """Insert or replace by (tenant, user, event_id), all in one transaction."""
         rows = [(event, _utc(event.timestamp)) for event in events]  # validate before locking
         with self._write() as db:
+            scopes: dict[tuple[str, str], int] = {}  # a batch is mostly one user's events
             for event, moment in rows:
-                scope = _ensure_scope(db, event.tenant_id, event.user_id)
+                owner = (event.tenant_id, event.user_id)
+                scope = scopes.get(owner)
+                if scope is None:
+                    scope = scopes[owner] = _ensure_scope(db, *owner)
                 _remove(db, scope, event.event_id)
                 _insert(db, scope, event, moment)
 
@@ -130,9 +145,12 @@ class SqliteSearchIndex:
                 return []
             where, params = _filters(query, scope)
             match = match_expression(scope, query.text)
+            rows: Iterable[tuple[str, str, float]] | None = None
             if match is None:
                 rows = db.execute(_NEWEST.format(where), (scope, *params, query.top_k))
-            else:
+            elif not where:
+                rows = _best_unfiltered(db, match, scope, query.top_k)
+            if rows is None:
                 rows = db.execute(_RANKED.format(where), (match, scope, *params, query.top_k))
             return [EventHit(event_id=r[0], score=float(r[2]), timestamp=r[1]) for r in rows]
 
@@ -221,6 +239,24 @@ def _rebuild_fts(db: sqlite3.Connection) -> None:
     db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('terms', ?)", (TERMS_VERSION,))
 
 
+def _best_unfiltered(
+    db: sqlite3.Connection, match: str, scope: int, top_k: int
+) -> list[tuple[str, str, float]] | None:
+    """The ranked plan without filters, cheaper: FTS5 ranks alone (every match is still
+    scored) and only the best rows are joined with ``events``, not every match. Same
+    result: :data:`TIE_MARGIN` rows beyond ``top_k`` are fetched, and when a score tie
+    reaches past them this returns None and the full plan orders the tie by time."""
+    fetched = db.execute(_BEST, (match, top_k + TIE_MARGIN)).fetchall()
+    if len(fetched) == top_k + TIE_MARGIN and fetched[-1][1] == fetched[top_k - 1][1]:
+        return None
+    scores = {int(doc_id): float(score) for doc_id, score in fetched}
+    rows = db.execute(_ROWS.format(",".join("?" * len(scores))), (scope, *scores)).fetchall()
+    rows.sort(key=lambda r: (-scores[r[0]], -r[3], r[1]))
+    return [
+        (event_id, timestamp, scores[doc_id]) for doc_id, event_id, timestamp, _ in rows[:top_k]
+    ]
+
+
 def _find_scope(db: sqlite3.Connection, tenant_id: str, user_id: str) -> int | None:
     row = db.execute(_SCOPE, (tenant_id, user_id)).fetchone()
     return None if row is None else int(row[0])
@@ -284,18 +320,31 @@ def _tags(
 # -- terms and queries (pure) -----------------------------------------------------------
 
 
+_ASCII_WORD = re.compile("[A-Za-z0-9]+")
+
+
 @functools.cache
 def _token_pattern() -> re.Pattern[str]:
-    """Letters and digits (``\\w`` without ``_``) plus combining marks (category M),
-    which ``re`` cannot name; built on first use (marks live in planes 0, 1 and 14)."""
+    """Letters, digits and ``_`` (``\\w``) plus combining marks (category M), which ``re``
+    cannot name, as one class of ranges; built on first use (marks live in planes 0, 1
+    and 14). One class, not an alternation: ``re`` then scans a run in one loop."""
     points = (*range(0x20000), *range(0xE0000, 0xE1000))
-    marks = "".join(re.escape(chr(p)) for p in points if unicodedata.category(chr(p))[0] == "M")
-    return re.compile(f"(?:[^\\W_]|[{marks}])+")
+    marks = [p for p in points if unicodedata.category(chr(p))[0] == "M"]
+    runs: list[list[int]] = []
+    for point in marks:
+        if runs and runs[-1][1] == point - 1:
+            runs[-1][1] = point
+        else:
+            runs.append([point, point])
+    ranges = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs)
+    return re.compile(f"[\\w{ranges}]+")
 
 
 def tokens(text: str) -> list[str]:
-    """The words of ``text``: runs of letters, digits and marks, after NFKC."""
-    return _token_pattern().findall(unicodedata.normalize("NFKC", text))
+    """The words of ``text``: runs of letters, digits and marks, after NFKC (``_``
+    separates words; it is made a space so that the one-class patterns can skip it)."""
+    text = unicodedata.normalize("NFKC", text).replace("_", " ")
+    return (_ASCII_WORD if text.isascii() else _token_pattern()).findall(text)
 
 
 def _terms(scope: int, text: str) -> str:
