@@ -83,8 +83,10 @@ class XattrEtags:
             _write_all(fd, data)
             os.ftruncate(fd, len(data))  # cut what the spare held beyond the new content
             try:
-                swapped = _place(spare, path, existing)
-            except _SpareGone:  # .spare/ was removed under us: write a new file instead
+                swapped = _place(spare, path, existing, make_directory=False)
+            except FileNotFoundError as exc:  # a new directory, or .spare/ was removed:
+                if not isinstance(exc, _SpareGone):  # a new file pins the directory
+                    self._pool.give_back(spare)
                 write_atomically(path, data, value, existing, self._pool)
                 return
             except BaseException:
@@ -107,20 +109,35 @@ class XattrEtags:
 
 
 _UNLOCKED_READS = 3
+_READ_SIZE = 1 << 16
 _TORN = (b"", "")  # a read that overlapped a write of its inode (never a real result)
 
 
 def _read_once(path: str, locked: bool) -> tuple[bytes, str] | None:
     try:
-        file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed below)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    with file:
-        fd = file.fileno()
-        before, data, after = _attr(fd), file.readall(), _attr(fd)
+    try:
+        before, data, after = _attr(fd), _read_all(fd), _attr(fd)
         if not locked and (before != after or not _settled(before, path)):
             return _TORN
         return data, _etag(before, lambda: os.fstat(fd))
+    except IsADirectoryError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    """Read to the end; on a regular file a short read is the end (a concurrent change is
+    caught by the attribute check, or excluded by the lock)."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, _READ_SIZE)
+        chunks.append(chunk)
+        if len(chunk) < _READ_SIZE:
+            return b"".join(chunks)
 
 
 def _attr(fd: int) -> bytes | None:
@@ -258,8 +275,10 @@ def write_atomically(
         unlink(temp)
 
 
-def _place(temp: str, path: str, existing: bool) -> bool:
-    """Move ``temp`` to ``path``; True if it was a swap (``temp`` now holds the old file)."""
+def _place(temp: str, path: str, existing: bool, make_directory: bool = True) -> bool:
+    """Move ``temp`` to ``path``; True if it was a swap (``temp`` now holds the old file).
+    A missing directory of ``path`` is made (``make_directory``) or raises
+    FileNotFoundError; a missing ``temp`` raises :class:`_SpareGone`."""
     for _ in range(_DIRECTORY_RETRIES):
         try:
             if existing and exchange(temp, path):
@@ -269,7 +288,9 @@ def _place(temp: str, path: str, existing: bool) -> bool:
         except FileNotFoundError as exc:
             if not os.path.lexists(temp):
                 raise _SpareGone(temp) from exc
-            _make_directory(os.path.dirname(path))  # a spare from .spare/, a new directory
+            if not make_directory:
+                raise
+            _make_directory(os.path.dirname(path))
         except (IsADirectoryError, NotADirectoryError) as exc:
             raise ValueError(f"{path} clashes with existing blob names") from exc
     raise OSError(f"could not place a file in {os.path.dirname(path)}")
@@ -305,7 +326,13 @@ def _make_directory(directory: str) -> None:
     except FileNotFoundError:
         pass  # a concurrent delete pruned a parent meanwhile: the caller retries
     except FileExistsError as exc:  # makedirs also says this when a prune raced it
-        if os.path.lexists(directory) and not os.path.isdir(directory):
+        try:
+            mode = os.lstat(directory).st_mode  # one look: a prune may race two
+        except FileNotFoundError:
+            return  # pruned meanwhile: the caller retries
+        except NotADirectoryError:
+            mode = 0  # a parent is a blob
+        if not stat.S_ISDIR(mode):
             raise ValueError(f"{directory} clashes with an existing blob name") from exc
     except NotADirectoryError as exc:
         raise ValueError(f"{directory} clashes with an existing blob name") from exc
