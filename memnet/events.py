@@ -238,13 +238,13 @@ class EventService:
     def _stale(
         self, found: dict[tuple[str, str], list[str]], tenant_id: str | None, user_id: str | None
     ) -> dict[tuple[str, str], list[str]]:
-        tenants = [tenant_id] if tenant_id else sorted({t for t, _ in found})
+        """Index entries in scope whose blob is gone (a whole-index scope includes tenants
+        that have no blobs left at all)."""
         present = {(t, u, e) for (t, u), ids in found.items() for e in ids}
         stale: dict[tuple[str, str], list[str]] = {}
-        for tenant in tenants:
-            for t, u, e in self._index.list_event_ids(tenant, user_id):
-                if (t, u, e) not in present:
-                    stale.setdefault((t, u), []).append(e)
+        for t, u, e in self._index.list_event_ids(tenant_id, user_id):
+            if (t, u, e) not in present:
+                stale.setdefault((t, u), []).append(e)
         return stale
 
     def _enqueue(self, action: str, tenant_id: str, user_id: str, event_ids: list[str]) -> int:

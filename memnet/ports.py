@@ -211,9 +211,10 @@ class SearchIndex(Protocol):
         ...
 
     def list_event_ids(
-        self, tenant_id: str, user_id: str | None = None
+        self, tenant_id: str | None, user_id: str | None = None
     ) -> Iterator[tuple[str, str, str]]:
-        """(tenant_id, user_id, event_id) of every entry in scope (for reindex)."""
+        """(tenant_id, user_id, event_id) of every entry of one user, one tenant, or
+        (``tenant_id`` None) the whole index (for reindex)."""
         ...
 
     def describe(self) -> str: ...

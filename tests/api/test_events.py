@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memnet.__main__ import OPERATOR
 from memnet.bootstrap import Services
 from memnet.ports import IndexedEvent
 from tests.clients import ApiClient, Reply
@@ -259,6 +260,19 @@ def test_reindex_rebuilds_the_same_results_and_drops_stale_entries(
     assert reply.status == 202 and reply.data["events"] == 3
     assert drain(services) >= 1
     assert [ids(search(client, **q)) for q in queries] == before
+
+
+def test_reindex_of_everything_drops_entries_of_tenants_without_blobs(
+    client: ApiClient, services: Services
+):
+    seed(client)
+    ghost = IndexedEvent("t9", "u9", "evt_gone", "2026-03-04T00:00:00Z", "s", "chat", "ghost")
+    services.index.upsert([ghost])
+    receipt = services.events.reindex(OPERATOR, None, None)
+    assert (receipt["events"], receipt["stale_entries"]) == (3, 1)
+    drain(services)
+    assert list(services.index.list_event_ids("t9")) == []
+    assert len(list(services.index.list_event_ids("t1"))) == 3
 
 
 def test_reindex_needs_admin_and_scope(client: ApiClient, admin: ApiClient):

@@ -403,6 +403,15 @@ def test_list_event_ids_for_one_user_filters_by_user(
     assert transport.sent[0].body["filter"] == "tenant_id eq 't1' and user_id eq 'u1'"
 
 
+def test_list_event_ids_of_the_whole_index_has_no_scope_filter(
+    index: AzureSearchIndex, transport: RecordingTransport
+) -> None:
+    keys = [document_key("t1", "u1", "a"), document_key("t2", "u9", "b")]
+    transport.answers.append((200, {"value": [{"@search.score": 1.0, "id": k} for k in keys]}))
+    assert list(index.list_event_ids(None)) == [("t1", "u1", "a"), ("t2", "u9", "b")]
+    assert "filter" not in transport.sent[0].body
+
+
 # --- failures -------------------------------------------------------------------------
 
 

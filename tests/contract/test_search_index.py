@@ -269,6 +269,11 @@ def test_list_event_ids_is_scoped_to_tenant_or_user(index: SearchIndex) -> None:
     assert sorted(index.list_event_ids("t1")) == [("t1", "u1", "a"), ("t1", "u2", "b")]
     assert list(index.list_event_ids("t1", "u2")) == [("t1", "u2", "b")]
     assert list(index.list_event_ids("t3")) == []
+    assert sorted(index.list_event_ids(None)) == [
+        ("t1", "u1", "a"),
+        ("t1", "u2", "b"),
+        ("t2", "u1", "c"),
+    ]
 
 
 def test_list_event_ids_streams_past_a_page(index: SearchIndex) -> None:

@@ -117,10 +117,10 @@ class AzureSearchIndex:
             return [_hit(result) for result in islice(results, query.top_k)]
 
     def list_event_ids(
-        self, tenant_id: str, user_id: str | None = None
+        self, tenant_id: str | None, user_id: str | None = None
     ) -> Iterator[tuple[str, str, str]]:
         """Stream every entry in scope, a page at a time, keyed by ``id`` (no ``$skip``)."""
-        scope = _scope_filter(tenant_id, user_id)
+        scope = None if tenant_id is None else _scope_filter(tenant_id, user_id)
         after: str | None = None
         while True:
             page = self._keys_after(scope, after)
@@ -129,8 +129,9 @@ class AzureSearchIndex:
                 return
             after = page[-1]
 
-    def _keys_after(self, scope: str, after: str | None) -> list[str]:
-        expression = scope if after is None else f"{scope} and id gt {odata_string(after)}"
+    def _keys_after(self, scope: str | None, after: str | None) -> list[str]:
+        parts = [p for p in (scope, after and f"id gt {odata_string(after)}") if p]
+        expression = " and ".join(parts) or None
         with map_search_errors():
             results = self._documents.search(
                 search_text="*", filter=expression, order_by=["id asc"], select=["id"], top=PAGE

@@ -155,13 +155,13 @@ class SqliteSearchIndex:
             return [EventHit(event_id=r[0], score=float(r[2]), timestamp=r[1]) for r in rows]
 
     def list_event_ids(
-        self, tenant_id: str, user_id: str | None = None
+        self, tenant_id: str | None, user_id: str | None = None
     ) -> Iterator[tuple[str, str, str]]:
         """Stream (tenant, user, event_id) in pages, holding no transaction between them."""
         with _mapped():
             scopes = _scopes_of(self._db(), tenant_id, user_id)
-        for scope, user in scopes:
-            yield from ((tenant_id, user, event_id) for event_id in self._event_ids(scope))
+        for scope, tenant, user in scopes:
+            yield from ((tenant, user, event_id) for event_id in self._event_ids(scope))
 
     def _event_ids(self, scope: int) -> Iterator[str]:
         after = ""
@@ -270,12 +270,15 @@ def _ensure_scope(db: sqlite3.Connection, tenant_id: str, user_id: str) -> int:
 
 
 def _scopes_of(
-    db: sqlite3.Connection, tenant_id: str, user_id: str | None
-) -> list[tuple[int, str]]:
-    sql, params = "SELECT scope_id, user_id FROM scopes WHERE tenant_id = ?", [tenant_id]
-    if user_id is not None:
-        sql, params = sql + " AND user_id = ?", [tenant_id, user_id]
-    return [(int(s), str(u)) for s, u in db.execute(sql + " ORDER BY user_id", params)]
+    db: sqlite3.Connection, tenant_id: str | None, user_id: str | None
+) -> list[tuple[int, str, str]]:
+    """The scopes of one user, one tenant, or (``tenant_id`` None) all of them."""
+    sql, params = "SELECT scope_id, tenant_id, user_id FROM scopes WHERE 1", list[str]()
+    for column, value in (("tenant_id", tenant_id), ("user_id", user_id)):
+        if value is not None:
+            sql, params = sql + f" AND {column} = ?", [*params, value]
+    rows = db.execute(sql + " ORDER BY tenant_id, user_id", params)
+    return [(int(s), str(t), str(u)) for s, t, u in rows]
 
 
 def _insert(db: sqlite3.Connection, scope: int, event: IndexedEvent, moment: datetime) -> None:
