@@ -71,3 +71,15 @@ def test_writes_and_deletes_work_after_the_spare_directory_is_removed(tmp_path: 
     store.delete("doc.json", Condition.match(etag))
     store.delete("other.json")
     assert list(store.list_names("")) == []
+
+
+def test_stores_spelling_the_root_differently_read_each_other_without_the_lock(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "x").mkdir()
+    writer = FileBlobStore(tmp_path / "data", etags="xattr")
+    reader = FileBlobStore(tmp_path / "x" / ".." / "data", etags="xattr")
+    etag = writer.write("d/doc.json", b"v1", Condition.create_only())
+    etag = writer.write("d/doc.json", b"v2", Condition.match(etag))
+    path = os.path.join(str(tmp_path / "x" / ".." / "data"), "memnet", "d", "doc.json")
+    assert reader.etags.read(path) == (b"v2", etag)  # unlocked: Busy if the tag differed

@@ -51,7 +51,8 @@ class XattrEtags:
 
     needs_read_lock = False
 
-    def __init__(self, spare_dir: str) -> None:
+    def __init__(self, content_root: str, spare_dir: str) -> None:
+        self._skip = len(content_root)  # paths are content_root + "/" + name
         self._pool = SparePool(spare_dir)
 
     def current(self, path: str) -> str | None:
@@ -66,14 +67,15 @@ class XattrEtags:
         inode it opened is retried, and after a few tries :class:`Busy` is raised; under
         the stripe lock the inode at ``path`` cannot change (``WRITING`` there means a
         writer died after placing complete content: the ETag then comes from its stat)."""
+        expected = tag(path[self._skip :])
         for _ in range(1 if locked else _UNLOCKED_READS):
-            found = _read_once(path, locked)
+            found = _read_once(path, expected, locked)
             if found is not _TORN:
                 return found
         raise Busy(path)
 
     def replace(self, path: str, data: bytes, etag: str, existing: bool) -> None:
-        value = attr_value(etag, path)
+        value = attr_value(etag, path[self._skip :])
         taken = self._pool.take()
         if taken is None:
             write_atomically(path, data, value, existing, self._pool)
@@ -113,14 +115,14 @@ _READ_SIZE = 1 << 16
 _TORN = (b"", "")  # a read that overlapped a write of its inode (never a real result)
 
 
-def _read_once(path: str, locked: bool) -> tuple[bytes, str] | None:
+def _read_once(path: str, expected: bytes, locked: bool) -> tuple[bytes, str] | None:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):
         return None
     try:
         before, data, after = _attr(fd), _read_all(fd), _attr(fd)
-        if not locked and (before != after or not _settled(before, path)):
+        if not locked and (before != after or not _settled(before, expected)):
             return _TORN
         return data, _etag(before, lambda: os.fstat(fd))
     except IsADirectoryError:
@@ -149,14 +151,14 @@ def _attr(fd: int) -> bytes | None:
         raise
 
 
-def _settled(value: bytes | None, path: str) -> bool:
+def _settled(value: bytes | None, expected: bytes) -> bool:
     """Not mid-write, and (if tagged) this path's content."""
     if value is None:
         return True
     if value == WRITING:
         return False
     _, _, found = value.partition(b" ")
-    return not found or found == tag(path)
+    return not found or found == expected
 
 
 def _etag(value: bytes | None, stat_of: Callable[[], os.stat_result]) -> str:
@@ -204,7 +206,7 @@ def keeper_for(content_root: str, meta_root: str, spare_dir: str, mode: str) -> 
     if mode == "auto":
         mode = "xattr" if xattrs_supported(content_root) else "sidecar"
     if mode == "xattr":
-        return XattrEtags(spare_dir)
+        return XattrEtags(content_root, spare_dir)
     if mode == "sidecar":
         return SidecarEtags(content_root, meta_root)
     raise ValueError(f"unknown ETag mode {mode!r}")

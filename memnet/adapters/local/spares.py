@@ -10,7 +10,7 @@ and moved under ``.spare/``; a later write, of any blob, fills it and moves it i
 
 A reused inode may still be open in a reader that opened it under its former name,
 so readers check what they read (:mod:`.etags`): the ETag attribute of a blob's inode is
-``<etag> <tag>`` where ``tag`` names the blob's path, and is set only once the inode is
+``<etag> <tag>`` where ``tag`` names the blob, and is set only once the inode is
 in place; while an inode is being emptied or refilled its attribute is ``WRITING``. A
 read that sees the same attribute before and after reading the bytes, not ``WRITING``
 and with its own path's tag, read one complete version of its own blob.
@@ -30,14 +30,16 @@ SPARE_DIR = ".spare"
 POOL_LIMIT = 64
 
 
-def tag(path: str) -> bytes:
-    """Which path an inode's content belongs to (a collision-resistant 64-bit digest)."""
-    digest = hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8)
+def tag(name: str) -> bytes:
+    """Which blob an inode's content belongs to: a collision-resistant 64-bit digest of
+    its path below the content root (so processes that spell the root differently,
+    or a moved data directory, agree)."""
+    digest = hashlib.blake2b(name.encode("utf-8", "surrogateescape"), digest_size=8)
     return digest.hexdigest().encode("ascii")
 
 
-def attr_value(etag: str, path: str) -> bytes:
-    return etag.encode("ascii") + b" " + tag(path)
+def attr_value(etag: str, name: str) -> bytes:
+    return etag.encode("ascii") + b" " + tag(name)
 
 
 class SparePool:
