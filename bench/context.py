@@ -13,10 +13,9 @@ profiles assembly in-process (cProfile); keeps raw JSON in bench/results/.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -104,26 +103,10 @@ def by_kind(port: int, user: str, made: World, count: int) -> dict[str, Any]:
     return out
 
 
-@contextlib.contextmanager
-def queue_env(name: str) -> Iterator[dict[str, str]]:
-    """Azure storage needs a queue too (MEMNET_QUEUE): Azurite's queue service, its own
-    process; assembly never uses it."""
-    if name != "azurite":
-        yield {}
-        return
-    from tests.azurite import connection_string, start_service
-
-    service = start_service("queue")
-    try:
-        yield {"MEMNET_QUEUE": connection_string(QueueEndpoint=service.endpoint)}
-    finally:
-        service.stop()
-
-
 def bench_backend(name: str, args: argparse.Namespace) -> dict[str, Any]:
     print(f"[{name}]", flush=True)
-    with open_backend(name) as backend, queue_env(name) as queue:
-        server = start_server({**backend.server_env, **queue}, profiles_dir=PROFILES)
+    with open_backend(name) as backend:
+        server = start_server(backend.server_env, profiles_dir=PROFILES)
         try:
             sizes = [bench_size(server.port, n, args) for n in SIZES]
         finally:

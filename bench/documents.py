@@ -11,12 +11,11 @@ BlobStore calls in-process; checks the targets; keeps raw JSON in bench/results/
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -219,26 +218,10 @@ def verify_hot(client: Client, url: str, landed: list[tuple[str, str]]) -> dict[
 # -- per backend, main ------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def queue_env(name: str) -> Iterator[dict[str, str]]:
-    """Azure storage needs a queue too (MEMNET_QUEUE): Azurite's queue service, its own
-    process; the document API never uses it."""
-    if name != "azurite":
-        yield {}
-        return
-    from tests.azurite import connection_string, start_service
-
-    service = start_service("queue")
-    try:
-        yield {"MEMNET_QUEUE": connection_string(QueueEndpoint=service.endpoint)}
-    finally:
-        service.stop()
-
-
 def bench_backend(name: str, args: argparse.Namespace) -> dict[str, Any]:
     print(f"[{name}]", flush=True)
-    with open_backend(name) as backend, queue_env(name) as queue:
-        server = start_server({**backend.server_env, **queue})
+    with open_backend(name) as backend:
+        server = start_server(backend.server_env)
         try:
             result: dict[str, Any] = {"backend": name}
             result.update(http_workloads(server.port, args.requests, args.time_cap))

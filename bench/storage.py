@@ -34,15 +34,21 @@ def open_backend(name: str) -> Iterator[Backend]:
     from memnet.adapters.azure.blobstore import AzureBlobStore
     from tests.azurite import connection_string, start_service
 
-    service = start_service("blob")
+    service, queues = start_service("blob"), start_service("queue")
     try:
         conn = connection_string(BlobEndpoint=service.endpoint)
         stores = {c: AzureBlobStore.from_connection_string(conn, c) for c in ("memnet", "benchraw")}
         for store in stores.values():
             store.ensure_container()
-        env = {"MEMNET_STORAGE": "azure", "MEMNET_BLOB_CONNECTION_STRING": conn}
+        env = {
+            "MEMNET_STORAGE": "azure",
+            "MEMNET_BLOB_CONNECTION_STRING": conn,
+            # Azure storage needs a queue too; the benchmarks' requests never use it.
+            "MEMNET_QUEUE": connection_string(QueueEndpoint=queues.endpoint),
+        }
         yield Backend(name, env, stores["benchraw"])
     finally:
+        queues.stop()
         service.stop()
 
 
