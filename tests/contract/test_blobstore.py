@@ -11,14 +11,12 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from azure.core.exceptions import (
     AzureError,
     ClientAuthenticationError,
-    HttpResponseError,
     ResourceExistsError,
     ResourceModifiedError,
     ResourceNotFoundError,
@@ -36,6 +34,7 @@ from memnet.ports import (
     StorageError,
     StorageUnavailable,
 )
+from tests.contract.sdk_errors import http_error, with_code
 
 STALE = '"0x0000000000000000"'
 
@@ -345,45 +344,23 @@ def test_file_store_processes_lose_no_update(tmp_path: Path) -> None:
 # --- the Azure SDK error mapping --------------------------------------------------------------
 
 
-@dataclass
-class _Response:
-    """Just enough of an azure-core HTTP response to construct an HttpResponseError."""
-
-    status_code: int
-    reason: str = "reason"
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def text(self) -> str:
-        return ""
-
-
-def _http_error(status: int, code: str | None = None) -> HttpResponseError:
-    headers = {"x-ms-error-code": code} if code else {}
-    return HttpResponseError("boom", response=_Response(status, headers=headers))  # type: ignore[arg-type]
-
-
-def _with_code(error: AzureError, code: str) -> AzureError:
-    error.error_code = code  # type: ignore[attr-defined]  # as the storage SDK sets it
-    return error
-
-
 SDK_ERRORS: list[tuple[Callable[[], AzureError], type[StorageError]]] = [
     (lambda: ResourceNotFoundError("boom"), BlobNotFound),
-    (lambda: _with_code(ResourceNotFoundError("boom"), "BlobNotFound"), BlobNotFound),
-    (lambda: _http_error(404), BlobNotFound),
+    (lambda: with_code(ResourceNotFoundError("boom"), "BlobNotFound"), BlobNotFound),
+    (lambda: http_error(404), BlobNotFound),
     (lambda: ResourceModifiedError("boom"), PreconditionFailed),
     (lambda: ResourceExistsError("boom"), PreconditionFailed),
-    (lambda: _http_error(412, "ConditionNotMet"), PreconditionFailed),
-    (lambda: _http_error(409, "BlobAlreadyExists"), PreconditionFailed),
+    (lambda: http_error(412, "ConditionNotMet"), PreconditionFailed),
+    (lambda: http_error(409, "BlobAlreadyExists"), PreconditionFailed),
     (lambda: ServiceRequestError("boom"), StorageUnavailable),
     (lambda: ServiceResponseError("boom"), StorageUnavailable),
     (lambda: ClientAuthenticationError("boom"), StorageUnavailable),
-    (lambda: _http_error(500), StorageUnavailable),
-    (lambda: _http_error(503, "ServerBusy"), StorageUnavailable),
-    (lambda: _http_error(429), StorageUnavailable),
-    (lambda: _with_code(ResourceNotFoundError("boom"), "ContainerNotFound"), StorageUnavailable),
-    (lambda: _http_error(400, "InvalidBlobOrBlock"), StorageError),
-    (lambda: _http_error(409, "LeaseIdMissing"), StorageError),
+    (lambda: http_error(500), StorageUnavailable),
+    (lambda: http_error(503, "ServerBusy"), StorageUnavailable),
+    (lambda: http_error(429), StorageUnavailable),
+    (lambda: with_code(ResourceNotFoundError("boom"), "ContainerNotFound"), StorageUnavailable),
+    (lambda: http_error(400, "InvalidBlobOrBlock"), StorageError),
+    (lambda: http_error(409, "LeaseIdMissing"), StorageError),
     (lambda: AzureError("boom"), StorageError),
 ]
 

@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -19,7 +19,6 @@ import pytest
 from azure.core.exceptions import (
     AzureError,
     ClientAuthenticationError,
-    HttpResponseError,
     ResourceExistsError,
     ResourceNotFoundError,
     ServiceRequestError,
@@ -36,6 +35,7 @@ from memnet.ports import (
     StorageUnavailable,
 )
 from tests.azurite import Azurite  # ``azurite_queue`` is registered by tests/conftest.py
+from tests.contract.sdk_errors import http_error, with_code
 
 T = TypeVar("T")
 
@@ -328,43 +328,21 @@ def test_azure_queue_sends_base64_bodies(azurite_queue: Azurite, name: str) -> N
     assert message.content == base64.b64encode(text.encode("utf-8")).decode("ascii")
 
 
-@dataclass
-class _Response:
-    """Just enough of an azure-core HTTP response to construct an HttpResponseError."""
-
-    status_code: int
-    reason: str = "reason"
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def text(self) -> str:
-        return ""
-
-
-def _http_error(status: int, code: str | None = None) -> HttpResponseError:
-    headers = {"x-ms-error-code": code} if code else {}
-    return HttpResponseError("boom", response=_Response(status, headers=headers))  # type: ignore[arg-type]
-
-
-def _with_code(error: AzureError, code: str) -> AzureError:
-    error.error_code = code  # type: ignore[attr-defined]  # as the storage SDK sets it
-    return error
-
-
 SDK_ERRORS: list[tuple[Callable[[], AzureError], type[StorageError]]] = [
-    (lambda: _with_code(ResourceNotFoundError("boom"), "MessageNotFound"), PreconditionFailed),
-    (lambda: _http_error(404, "MessageNotFound"), PreconditionFailed),
+    (lambda: with_code(ResourceNotFoundError("boom"), "MessageNotFound"), PreconditionFailed),
+    (lambda: http_error(404, "MessageNotFound"), PreconditionFailed),
     (lambda: ResourceNotFoundError("boom"), PreconditionFailed),
-    (lambda: _http_error(400, "PopReceiptMismatch"), PreconditionFailed),
-    (lambda: _with_code(ResourceNotFoundError("boom"), "QueueNotFound"), StorageUnavailable),
-    (lambda: _http_error(409, "QueueBeingDeleted"), StorageUnavailable),
+    (lambda: http_error(400, "PopReceiptMismatch"), PreconditionFailed),
+    (lambda: with_code(ResourceNotFoundError("boom"), "QueueNotFound"), StorageUnavailable),
+    (lambda: http_error(409, "QueueBeingDeleted"), StorageUnavailable),
     (lambda: ServiceRequestError("boom"), StorageUnavailable),
     (lambda: ServiceResponseError("boom"), StorageUnavailable),
     (lambda: ClientAuthenticationError("boom"), StorageUnavailable),
-    (lambda: _http_error(500), StorageUnavailable),
-    (lambda: _http_error(503, "ServerBusy"), StorageUnavailable),
-    (lambda: _http_error(429), StorageUnavailable),
-    (lambda: _http_error(413, "RequestBodyTooLarge"), StorageError),
-    (lambda: _http_error(400, "InvalidQueryParameterValue"), StorageError),
+    (lambda: http_error(500), StorageUnavailable),
+    (lambda: http_error(503, "ServerBusy"), StorageUnavailable),
+    (lambda: http_error(429), StorageUnavailable),
+    (lambda: http_error(413, "RequestBodyTooLarge"), StorageError),
+    (lambda: http_error(400, "InvalidQueryParameterValue"), StorageError),
     (lambda: ResourceExistsError("boom"), StorageError),
     (lambda: AzureError("boom"), StorageError),
 ]
