@@ -23,6 +23,7 @@ import hashlib
 import os
 import secrets
 import threading
+import weakref
 
 ATTR = "user.memnet.etag"
 WRITING = b"writing"
@@ -44,13 +45,24 @@ def attr_value(etag: str, name: str) -> bytes:
 
 class SparePool:
     """This process's spare files: emptied inodes under ``<root>/.spare/``, at most
-    ``limit`` of them (beyond that a displaced file is deleted after all)."""
+    ``limit`` of them (beyond that a displaced file is deleted after all).
+
+    A spare belongs to one process: a forked child starts with an empty pool (two
+    processes filling one inode would write into each other's blobs). A file with
+    another hard link (a backup made with ``cp -al``) is never emptied or reused. Spares
+    of processes that are gone (their files are named ``<pid>-...``) are deleted when a
+    process first uses the directory, so a crash leaves no old content behind for long."""
 
     def __init__(self, directory: str, limit: int = POOL_LIMIT) -> None:
         self._directory, self._limit = directory, limit
         self._spares: list[str] = []
         self._lock = threading.Lock()
         self._made = False
+        _POOLS.add(self)
+
+    def forget(self) -> None:
+        """Drop every spare without touching the files (in a forked child: the parent's)."""
+        self._spares, self._lock = [], threading.Lock()
 
     def take(self) -> tuple[int, str] | None:
         """A write descriptor on a spare (its size is left to the caller) and its path."""
@@ -60,7 +72,12 @@ class SparePool:
                     return None
                 path = self._spares.pop()
             with contextlib.suppress(FileNotFoundError):  # removed by hand: try the next
-                return os.open(path, os.O_WRONLY | os.O_CLOEXEC), path
+                fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+                if os.fstat(fd).st_nlink == 1:
+                    return fd, path
+                os.close(fd)  # linked from elsewhere since: leave that file alone
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
 
     def give_back(self, path: str) -> None:
         """Return a spare that a failed write took (still marked, still under .spare/)."""
@@ -72,7 +89,9 @@ class SparePool:
         under .spare/). Marked before truncation, so a reader still holding it retries.
         Best effort: the write that displaced it has already happened."""
         try:
-            self._empty(path)
+            if not self._empty(path):  # another hard link holds it: keep its content
+                os.unlink(path)
+                return
             with self._lock:
                 full = len(self._spares) >= self._limit
             if full:
@@ -93,15 +112,54 @@ class SparePool:
         """A fresh path under .spare/ (the directory is made on first use)."""
         if not self._made:
             os.makedirs(self._directory, exist_ok=True)
+            sweep(self._directory)
             self._made = True
         return os.path.join(self._directory, f"{os.getpid()}-{secrets.token_hex(8)}")
 
-    def _empty(self, path: str) -> None:
+    def _empty(self, path: str) -> bool:
         """Keep one byte: truncating to zero makes ext4 (``auto_da_alloc``) flush the
-        file's next content when it is closed, and a later truncation wait for that I/O."""
+        file's next content when it is closed, and a later truncation wait for that I/O.
+        False, untouched, if the file has another hard link."""
         fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
         try:
+            if os.fstat(fd).st_nlink != 1:
+                return False
             os.setxattr(fd, ATTR, WRITING)
             os.ftruncate(fd, 1)
+            return True
         finally:
             os.close(fd)
+
+
+def sweep(directory: str) -> int:
+    """Delete the spares of processes that no longer run; return how many."""
+    removed = 0
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.listdir(directory):
+            owner = entry.split("-", 1)[0]
+            if owner.isdigit() and not _running(int(owner)):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(directory, entry))
+                    removed += 1
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+_POOLS: weakref.WeakSet[SparePool] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    for pool in list(_POOLS):
+        pool.forget()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
