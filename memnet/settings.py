@@ -4,7 +4,7 @@ locally), typed, and checked at startup."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,26 +96,29 @@ def _path(value: str | None) -> Path | None:
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
-    text = env.get(name)
-    if text is None or text == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise ConfigError("settings", name, f"must be an integer, got {text!r}") from exc
-    if value < 0:
-        raise ConfigError("settings", name, "must not be negative")
-    return value
+    return int(_number(env, name, default, int, "an integer", 2**31))
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    return _number(env, name, default, float, "a number of seconds", 3600)
+
+
+def _number(
+    env: Mapping[str, str],
+    name: str,
+    default: float,
+    parse: Callable[[str], float],
+    kind: str,
+    most: float,
+) -> float:
+    """The setting ``name`` as a number in [0, most], or ``default`` when unset."""
     text = env.get(name)
     if text is None or text == "":
         return default
     try:
-        value = float(text)
+        value = parse(text)
     except ValueError as exc:
-        raise ConfigError("settings", name, f"must be a number of seconds, got {text!r}") from exc
-    if not 0 <= value <= 3600:
-        raise ConfigError("settings", name, "must be between 0 and 3600 seconds")
+        raise ConfigError("settings", name, f"must be {kind}, got {text!r}") from exc
+    if not 0 <= value <= most:
+        raise ConfigError("settings", name, f"must be from 0 to {most:g}")
     return value
