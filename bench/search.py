@@ -46,7 +46,8 @@ from bench.harness import (
 )
 from bench.search_report import KINDS, targets, write_markdown
 from memnet.adapters.local.blobstore import FileBlobStore
-from memnet.adapters.local.search import SqliteSearchIndex, match_expression
+from memnet.adapters.local.search import SqliteSearchIndex
+from memnet.adapters.local.search_terms import match_expression
 from memnet.events import JOB_BATCH, event_name
 from memnet.ports import Condition, EventQuery, IndexedEvent, PreconditionFailed
 

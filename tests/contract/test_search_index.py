@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from memnet.adapters.local.search import SqliteSearchIndex, match_expression
+from memnet.adapters.local.search import SqliteSearchIndex
+from memnet.adapters.local.search_terms import filters, match_expression
 from memnet.ports import EventQuery, IndexedEvent, SearchIndex
 
 T0 = "2026-01-01T00:00:00Z"
@@ -464,7 +465,7 @@ def _plan(path: Path) -> list[str]:
         project_ids=("alpha",),
         keywords=("k",),
     )
-    where, params = search._filters(query, 1)
+    where, params = filters(query, 1)
     db = sqlite3.connect(path)
     rows: list[str] = []
     for sql, args in (

@@ -36,28 +36,32 @@ Concurrency: a connection per thread and process, WAL, busy timeout, ``BEGIN IMM
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-import re
 import sqlite3
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
+from memnet.adapters.local.search_terms import (
+    filters,
+    fts_row,
+    iso,
+    match_expression,
+    micros,
+    utc,
+)
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
 
-MAX_QUERY_TOKENS = 32
 DIGEST_WEIGHT, KEYWORDS_WEIGHT = 1.0, 1.5
 BUSY_TIMEOUT_SECONDS = 10.0
 LIST_PAGE = 1000
 TIE_MARGIN = 8  # rows ranked past top_k to see whether a tie crosses the cut
 TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*' tokenchars '_'"
-TERMS_VERSION = f"2/{TOKENIZER}/{unicodedata.unidata_version}"  # bump when _terms changes
-_EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
+TERMS_VERSION = f"2/{TOKENIZER}/{unicodedata.unidata_version}"  # bump when terms() changes
 _BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (primary result codes)
 
 _SCHEMA = (
@@ -114,7 +118,7 @@ class SqliteSearchIndex:
 
     def upsert(self, events: list[IndexedEvent]) -> None:
         """Insert or replace by (tenant, user, event_id), all in one transaction."""
-        rows = [(event, _utc(event.timestamp)) for event in events]  # validate before locking
+        rows = [(event, utc(event.timestamp)) for event in events]  # validate before locking
         with self._write() as db:
             scopes: dict[tuple[str, str], int] = {}  # a batch is mostly one user's events
             for event, moment in rows:
@@ -143,7 +147,7 @@ class SqliteSearchIndex:
             scope = _find_scope(db, query.tenant_id, query.user_id)
             if scope is None:
                 return []
-            where, params = _filters(query, scope)
+            where, params = filters(query, scope)
             match = match_expression(scope, query.text)
             rows: Iterable[tuple[str, str, float]] | None = None
             if match is None:
@@ -235,7 +239,7 @@ def _rebuild_fts(db: sqlite3.Connection) -> None:
     db.execute("DROP TABLE IF EXISTS events_fts")
     db.execute(_FTS_TABLE)
     rows = db.execute("SELECT doc_id, scope_id, digest, keywords FROM events")
-    db.executemany(_FTS_ROW, (_fts_row(d, s, text, json.loads(k)) for d, s, text, k in rows))
+    db.executemany(_FTS_ROW, (fts_row(d, s, text, json.loads(k)) for d, s, text, k in rows))
     db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('terms', ?)", (TERMS_VERSION,))
 
 
@@ -286,12 +290,12 @@ def _insert(db: sqlite3.Connection, scope: int, event: IndexedEvent, moment: dat
         "INSERT INTO events (scope_id, event_id, ts_us, timestamp, service_id, source_type,"
         " digest, keywords, project_ids, snapshot_uri, evidence)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (scope, event.event_id, _micros(moment), _iso(moment), event.service_id,
+        (scope, event.event_id, micros(moment), iso(moment), event.service_id,
          event.source_type, event.digest, json.dumps(list(event.keywords)),
          json.dumps(list(event.project_ids)), event.snapshot_uri, event.evidence),
     )  # fmt: skip
     doc_id = int(cursor.lastrowid or 0)
-    db.execute(_FTS_ROW, _fts_row(doc_id, scope, event.digest, event.keywords))
+    db.execute(_FTS_ROW, fts_row(doc_id, scope, event.digest, event.keywords))
     db.executemany(
         "INSERT OR IGNORE INTO event_tags (scope_id, kind, value, doc_id) VALUES (?, ?, ?, ?)",
         _tags(scope, doc_id, event.project_ids, event.keywords),
@@ -305,7 +309,7 @@ def _remove(db: sqlite3.Connection, scope: int, event_id: str) -> None:
     if row is None:
         return
     doc_id, keywords = int(row[0]), json.loads(row[2])
-    db.execute(_FTS_DELETE, _fts_row(doc_id, scope, row[1], keywords))
+    db.execute(_FTS_DELETE, fts_row(doc_id, scope, row[1], keywords))
     db.executemany(
         "DELETE FROM event_tags WHERE scope_id = ? AND kind = ? AND value = ? AND doc_id = ?",
         _tags(scope, doc_id, json.loads(row[3]), keywords),
@@ -318,90 +322,3 @@ def _tags(
 ) -> Iterator[tuple[int, str, str, int]]:
     yield from ((scope, "p", value, doc_id) for value in project_ids)
     yield from ((scope, "k", value, doc_id) for value in keywords)
-
-
-# -- terms and queries (pure) -----------------------------------------------------------
-
-
-_ASCII_WORD = re.compile("[A-Za-z0-9]+")
-
-
-@functools.cache
-def _token_pattern() -> re.Pattern[str]:
-    """Letters, digits and ``_`` (``\\w``) plus combining marks (category M), which ``re``
-    cannot name, as one class of ranges; built on first use (marks live in planes 0, 1
-    and 14). One class, not an alternation: ``re`` then scans a run in one loop."""
-    points = (*range(0x20000), *range(0xE0000, 0xE1000))
-    marks = [p for p in points if unicodedata.category(chr(p))[0] == "M"]
-    runs: list[list[int]] = []
-    for point in marks:
-        if runs and runs[-1][1] == point - 1:
-            runs[-1][1] = point
-        else:
-            runs.append([point, point])
-    ranges = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs)
-    return re.compile(f"[\\w{ranges}]+")
-
-
-def tokens(text: str) -> list[str]:
-    """The words of ``text``: runs of letters, digits and marks, after NFKC (``_``
-    separates words; it is made a space so that the one-class patterns can skip it)."""
-    text = unicodedata.normalize("NFKC", text).replace("_", " ")
-    return (_ASCII_WORD if text.isascii() else _token_pattern()).findall(text)
-
-
-def _terms(scope: int, text: str) -> str:
-    return " ".join(f"s{scope}_{token}" for token in tokens(text))
-
-
-def _fts_row(doc_id: int, scope: int, digest: str, keywords: Sequence[str]) -> tuple[int, str, str]:
-    return doc_id, _terms(scope, digest), _terms(scope, " ".join(keywords))
-
-
-def match_expression(scope: int, text: str) -> str | None:
-    """An FTS5 query of quoted, scope-prefixed tokens joined with OR; None without tokens.
-    A token has no quote or space, so each string is exactly one term."""
-    distinct: dict[str, str] = {}
-    for token in tokens(text):
-        distinct.setdefault(token.lower(), token)
-    chosen = list(distinct.values())[:MAX_QUERY_TOKENS]
-    return " OR ".join(f'"s{scope}_{token}"' for token in chosen) or None
-
-
-def _filters(query: EventQuery, scope: int) -> tuple[str, list[object]]:
-    """The AND-ed filter clauses on ``e`` (any-of within a field), with their parameters."""
-    clauses: list[str] = []
-    params: list[object] = []
-    for op, bound in ((">=", query.since), ("<", query.until)):
-        if bound is not None:
-            clauses.append(f"e.ts_us {op} ?")
-            params.append(_micros(_utc(bound)))
-    for column, values in (("service_id", query.service_ids), ("source_type", query.source_types)):
-        if values:
-            clauses.append(f"e.{column} IN ({','.join('?' * len(values))})")
-            params.extend(values)
-    for kind, values in (("p", query.project_ids), ("k", query.keywords)):
-        if values:
-            clauses.append(
-                "e.doc_id IN (SELECT doc_id FROM event_tags WHERE scope_id = ? AND kind = ?"
-                f" AND value IN ({','.join('?' * len(values))}))"
-            )
-            params.extend((scope, kind, *values))
-    return "".join(f" AND {clause}" for clause in clauses), params
-
-
-def _utc(value: str) -> datetime:
-    """An RFC 3339 timestamp with an offset, as aware UTC (ValueError otherwise)."""
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        raise ValueError(f"timestamp without a UTC offset: {value!r}")
-    return moment.astimezone(UTC)
-
-
-def _micros(moment: datetime) -> int:
-    return (moment - _EPOCH) // _MICROSECOND
-
-
-def _iso(moment: datetime) -> str:
-    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"

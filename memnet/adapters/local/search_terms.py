@@ -1,0 +1,99 @@
+"""The pure half of the embedded search index (:mod:`.search`): words of a text, the
+scope-prefixed FTS5 terms and MATCH expression built from them, the SQL filter clauses
+of a query, and timestamps as UTC microseconds. No I/O."""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from memnet.ports import EventQuery
+
+MAX_QUERY_TOKENS = 32
+_EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
+
+_ASCII_WORD = re.compile("[A-Za-z0-9]+")
+
+
+@functools.cache
+def _token_pattern() -> re.Pattern[str]:
+    """Letters, digits and ``_`` (``\\w``) plus combining marks (category M), which ``re``
+    cannot name, as one class of ranges; built on first use (marks live in planes 0, 1
+    and 14). One class, not an alternation: ``re`` then scans a run in one loop."""
+    points = (*range(0x20000), *range(0xE0000, 0xE1000))
+    marks = [p for p in points if unicodedata.category(chr(p))[0] == "M"]
+    runs: list[list[int]] = []
+    for point in marks:
+        if runs and runs[-1][1] == point - 1:
+            runs[-1][1] = point
+        else:
+            runs.append([point, point])
+    ranges = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs)
+    return re.compile(f"[\\w{ranges}]+")
+
+
+def tokens(text: str) -> list[str]:
+    """The words of ``text``: runs of letters, digits and marks, after NFKC (``_``
+    separates words; it is made a space so that the one-class patterns can skip it)."""
+    text = unicodedata.normalize("NFKC", text).replace("_", " ")
+    return (_ASCII_WORD if text.isascii() else _token_pattern()).findall(text)
+
+
+def terms(scope: int, text: str) -> str:
+    return " ".join(f"s{scope}_{token}" for token in tokens(text))
+
+
+def fts_row(doc_id: int, scope: int, digest: str, keywords: Sequence[str]) -> tuple[int, str, str]:
+    return doc_id, terms(scope, digest), terms(scope, " ".join(keywords))
+
+
+def match_expression(scope: int, text: str) -> str | None:
+    """An FTS5 query of quoted, scope-prefixed tokens joined with OR; None without tokens.
+    A token has no quote or space, so each string is exactly one term."""
+    distinct: dict[str, str] = {}
+    for token in tokens(text):
+        distinct.setdefault(token.lower(), token)
+    chosen = list(distinct.values())[:MAX_QUERY_TOKENS]
+    return " OR ".join(f'"s{scope}_{token}"' for token in chosen) or None
+
+
+def filters(query: EventQuery, scope: int) -> tuple[str, list[object]]:
+    """The AND-ed filter clauses on ``e`` (any-of within a field), with their parameters."""
+    clauses: list[str] = []
+    params: list[object] = []
+    for op, bound in ((">=", query.since), ("<", query.until)):
+        if bound is not None:
+            clauses.append(f"e.ts_us {op} ?")
+            params.append(micros(utc(bound)))
+    for column, values in (("service_id", query.service_ids), ("source_type", query.source_types)):
+        if values:
+            clauses.append(f"e.{column} IN ({','.join('?' * len(values))})")
+            params.extend(values)
+    for kind, values in (("p", query.project_ids), ("k", query.keywords)):
+        if values:
+            clauses.append(
+                "e.doc_id IN (SELECT doc_id FROM event_tags WHERE scope_id = ? AND kind = ?"
+                f" AND value IN ({','.join('?' * len(values))}))"
+            )
+            params.extend((scope, kind, *values))
+    return "".join(f" AND {clause}" for clause in clauses), params
+
+
+def utc(value: str) -> datetime:
+    """An RFC 3339 timestamp with an offset, as aware UTC (ValueError otherwise)."""
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        raise ValueError(f"timestamp without a UTC offset: {value!r}")
+    return moment.astimezone(UTC)
+
+
+def micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def iso(moment: datetime) -> str:
+    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
