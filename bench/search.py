@@ -48,7 +48,7 @@ from bench.search_report import KINDS, targets, write_markdown
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.adapters.local.search_terms import match_expression
-from memnet.events import JOB_BATCH, event_name
+from memnet.event_index import JOB_BATCH, event_name
 from memnet.ports import Condition, EventQuery, IndexedEvent, PreconditionFailed
 
 GENERATOR = "1"  # bump when the data or its layout changes: cached datasets are rebuilt

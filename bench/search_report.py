@@ -110,7 +110,7 @@ def _datasets(sizes: list[dict[str, Any]]) -> str:
     ]
     note = (
         "Bulk index: `SqliteSearchIndex.upsert` in batches of 200 events (one reindex "
-        "job's batch, `memnet.events.JOB_BATCH`), users interleaved as events arrive, "
+        "job's batch, `memnet.event_index.JOB_BATCH`), users interleaved as events arrive, "
         "measured when the dataset was built (a cached dataset keeps its build's figure and "
         "date; `--rebuild` measures again). Size: the SQLite file, its WAL and shared "
         "memory index (`-shm`) after the build (WAL checkpointed) and this run's searches."

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from memnet.auth import ANY, Caller
 from memnet.errors import ConfigError
-from memnet.events import INDEX_QUEUE
+from memnet.event_index import INDEX_QUEUE
 
 if TYPE_CHECKING:
     from memnet.bootstrap import Services

@@ -3,9 +3,8 @@
 Write: claim the idempotency key, store the event blob create-only (an identical event
 already stored is the same write), then index it; if indexing fails the write still
 succeeds and an index job goes to the queue. Search asks the index, then reads each hit's
-blob (a hit whose blob is gone is skipped and queued for removal). Reindex walks the
-blobs in scope and queues index jobs in batches, plus delete jobs for index entries whose
-blob is gone; :func:`EventService.handle_job` is the queue worker.
+blob (a hit whose blob is gone is skipped and queued for removal). Index jobs, the queue
+worker and reindex live in :mod:`memnet.event_index`.
 """
 
 from __future__ import annotations
@@ -18,48 +17,21 @@ from datetime import UTC
 from typing import Any
 
 from memnet.auth import ANY, Caller
-from memnet.clock import iso
 from memnet.errors import Conflict, Forbidden, NotFound
+from memnet.event_index import INDEX_QUEUE, IndexJobs, event_name, indexed, load_event
 from memnet.event_model import parse_event, parse_timestamp
 from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket
-from memnet.layout import user_prefix
 from memnet.ports import (
     BlobNotFound,
     BlobStore,
     Clock,
     Condition,
     EventQuery,
-    IndexedEvent,
     MessageQueue,
     PreconditionFailed,
     SearchIndex,
     StorageError,
 )
-
-INDEX_QUEUE = "memnet-index"
-JOB_BATCH = 200
-RETRY_DELAY_SECONDS = 30
-
-
-def event_name(tenant_id: str, user_id: str, event_id: str) -> str:
-    return f"{user_prefix(tenant_id, user_id)}events/{event_id}.json"
-
-
-def indexed(record: dict[str, Any]) -> IndexedEvent:
-    evidence = record.get("evidence")
-    return IndexedEvent(
-        tenant_id=record["tenant_id"],
-        user_id=record["user_id"],
-        event_id=record["event_id"],
-        timestamp=record["timestamp"],
-        service_id=record["service_id"],
-        source_type=record["source_type"],
-        digest=record["digest"],
-        keywords=tuple(record.get("keywords", ())),
-        project_ids=tuple(record.get("project_ids", ())),
-        snapshot_uri=record.get("snapshot_uri"),
-        evidence=None if evidence is None else json.dumps(evidence, separators=(",", ":")),
-    )
 
 
 class EventService:
@@ -72,8 +44,9 @@ class EventService:
         clock: Clock,
         queue_name: str = INDEX_QUEUE,
     ):
-        self._blobs, self._index, self._queue = blobs, index, queue
-        self._idempotency, self._clock, self._queue_name = idempotency, clock, queue_name
+        self._blobs, self._index = blobs, index
+        self._idempotency, self._clock = idempotency, clock
+        self._jobs = IndexJobs(blobs, index, queue, queue_name)
 
     # -- write and read --------------------------------------------------------------
 
@@ -128,7 +101,7 @@ class EventService:
 
     def get(self, caller: Caller, tenant_id: str, user_id: str, event_id: str) -> dict[str, Any]:
         caller.require(tenant_id, "read")
-        record = self._load(tenant_id, user_id, event_id)
+        record = load_event(self._blobs, tenant_id, user_id, event_id)
         if record is None:
             raise NotFound("Event does not exist.", code="EVENT_NOT_FOUND")
         return record
@@ -169,17 +142,10 @@ class EventService:
             self._index.upsert([indexed(record)])
             return True
         except StorageError:
-            self._enqueue("index", record["tenant_id"], record["user_id"], [record["event_id"]])
-            return False
-
-    def _load(self, tenant_id: str, user_id: str, event_id: str) -> dict[str, Any] | None:
-        try:
-            record: dict[str, Any] = json.loads(
-                self._blobs.read(event_name(tenant_id, user_id, event_id)).data
+            self._jobs.enqueue(
+                "index", record["tenant_id"], record["user_id"], [record["event_id"]]
             )
-        except BlobNotFound:
-            return None
-        return record
+            return False
 
     # -- search ---------------------------------------------------------------------
 
@@ -198,9 +164,9 @@ class EventService:
 
     def _resolve(self, query: EventQuery, hits: list[Any]) -> Iterator[dict[str, Any]]:
         for hit in hits:
-            record = self._load(query.tenant_id, query.user_id, hit.event_id)
+            record = load_event(self._blobs, query.tenant_id, query.user_id, hit.event_id)
             if record is None:  # the index is ahead of the blobs: drop the stale entry
-                self._enqueue("delete", query.tenant_id, query.user_id, [hit.event_id])
+                self._jobs.enqueue("delete", query.tenant_id, query.user_id, [hit.event_id])
                 continue
             pointers = {
                 "snapshot_uri": record.get("snapshot_uri"),
@@ -212,77 +178,19 @@ class EventService:
         age = self._clock.now() - parse_timestamp(timestamp, "timestamp").astimezone(UTC)
         return math.pow(0.5, max(age.total_seconds(), 0) / 86_400 / half_life_days)
 
-    # -- reindex and the queue worker -------------------------------------------------
+    # -- the index side, in memnet.event_index --------------------------------------
 
     def reindex(self, caller: Caller, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
-        """Queue index jobs for every event blob in scope, and delete jobs for index
-        entries whose blob is gone. Scope: one user, one tenant, or everything."""
+        """Queue the rebuild of one user's, one tenant's or (admins bound to every
+        tenant) the whole index from the event blobs (:meth:`IndexJobs.reindex`)."""
         _require_scope(caller, tenant_id)
-        found = _group(self._event_names(tenant_id, user_id))
-        messages = sum(self._enqueue("index", t, u, ids) for (t, u), ids in found.items())
-        stale = self._stale(found, tenant_id, user_id)
-        messages += sum(self._enqueue("delete", t, u, ids) for (t, u), ids in stale.items())
-        return {
-            "events": sum(map(len, found.values())),
-            "stale_entries": sum(map(len, stale.values())),
-            "messages": messages,
-        }
-
-    def _event_names(self, tenant_id: str | None, user_id: str | None) -> Iterator[str]:
-        if tenant_id and user_id:
-            yield from self._blobs.list_names(f"{user_prefix(tenant_id, user_id)}events/")
-            return
-        prefix = f"tenants/{tenant_id}/users/" if tenant_id else "tenants/"
-        yield from (n for n in self._blobs.list_names(prefix) if "/events/" in n)
-
-    def _stale(
-        self, found: dict[tuple[str, str], list[str]], tenant_id: str | None, user_id: str | None
-    ) -> dict[tuple[str, str], list[str]]:
-        """Index entries in scope whose blob is gone (a whole-index scope includes tenants
-        that have no blobs left at all)."""
-        present = {(t, u, e) for (t, u), ids in found.items() for e in ids}
-        stale: dict[tuple[str, str], list[str]] = {}
-        for t, u, e in self._index.list_event_ids(tenant_id, user_id):
-            if (t, u, e) not in present:
-                stale.setdefault((t, u), []).append(e)
-        return stale
-
-    def _enqueue(self, action: str, tenant_id: str, user_id: str, event_ids: list[str]) -> int:
-        batches = [event_ids[i : i + JOB_BATCH] for i in range(0, len(event_ids), JOB_BATCH)]
-        for batch in batches:
-            job = {"action": action, "tenant_id": tenant_id, "user_id": user_id, "event_ids": batch}
-            self._queue.send(self._queue_name, json.dumps(job))
-        return len(batches)
+        return self._jobs.reindex(tenant_id, user_id)
 
     def handle_job(self, body: str) -> None:
-        """The queue worker: apply one index or delete job. Idempotent; raises on storage
-        errors so that the queue retries (and poisons after the host's max count)."""
-        job = json.loads(body)
-        tenant_id, user_id, ids = job["tenant_id"], job["user_id"], job["event_ids"]
-        if job["action"] == "delete":
-            self._index.delete(tenant_id, user_id, ids)
-            return
-        records = [r for e in ids if (r := self._load(tenant_id, user_id, e)) is not None]
-        if records:
-            self._index.upsert([indexed(r) for r in records])
-        gone = sorted(set(ids) - {r["event_id"] for r in records})
-        if gone:
-            self._index.delete(tenant_id, user_id, gone)
+        self._jobs.handle_job(body)
 
     def drain(self) -> int:
-        """Work off the index queue in this process, as the queue trigger would (the
-        ``reindex --drain`` command; tests). Returns the jobs done. A failing job stays
-        queued, visible again after its visibility timeout, and its error propagates."""
-        done = 0
-        while messages := self._queue.receive(self._queue_name, max_messages=32):
-            for message in messages:
-                self.handle_job(message.body)
-                self._queue.delete(self._queue_name, message)
-                done += 1
-        return done
-
-    def now(self) -> str:
-        return iso(self._clock.now())
+        return self._jobs.drain()
 
 
 def _final(draft: dict[str, Any], change_id: str, explicit: bool) -> dict[str, Any]:
@@ -297,15 +205,6 @@ def _dump(record: dict[str, Any]) -> bytes:
 
 def _widen(query: EventQuery) -> EventQuery:
     return replace(query, top_k=min(query.top_k * 3, 300))
-
-
-def _group(names: Iterator[str]) -> dict[tuple[str, str], list[str]]:
-    grouped: dict[tuple[str, str], list[str]] = {}
-    for name in names:
-        parts = name.split("/")  # tenants/{t}/users/{u}/events/{id}.json
-        if len(parts) == 6 and parts[4] == "events" and parts[5].endswith(".json"):
-            grouped.setdefault((parts[1], parts[3]), []).append(parts[5][: -len(".json")])
-    return grouped
 
 
 def _require_scope(caller: Caller, tenant_id: str | None) -> None:

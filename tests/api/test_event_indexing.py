@@ -22,7 +22,7 @@ from funchost.queues import PortQueueSource
 from memnet import bootstrap
 from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.bootstrap import Services
-from memnet.events import INDEX_QUEUE
+from memnet.event_index import INDEX_QUEUE
 from memnet.ports import (
     BlobStore,
     Condition,
