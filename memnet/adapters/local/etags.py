@@ -20,8 +20,10 @@ import contextlib
 import errno
 import hashlib
 import os
+import random
 import secrets
 import stat
+import time
 from collections.abc import Callable
 from typing import Protocol
 
@@ -29,7 +31,7 @@ from memnet.adapters.local.exchange import exchange
 from memnet.adapters.local.spares import ATTR, WRITING, SparePool, attr_value, tag
 
 TEMP_PREFIX = ".memnet-tmp-"
-_DIRECTORY_RETRIES = 20
+_DIRECTORY_RETRIES = 40
 
 
 class EtagKeeper(Protocol):
@@ -281,7 +283,7 @@ def _place(temp: str, path: str, existing: bool, make_directory: bool = True) ->
     """Move ``temp`` to ``path``; True if it was a swap (``temp`` now holds the old file).
     A missing directory of ``path`` is made (``make_directory``) or raises
     FileNotFoundError; a missing ``temp`` raises :class:`_SpareGone`."""
-    for _ in range(_DIRECTORY_RETRIES):
+    for attempt in range(_DIRECTORY_RETRIES):
         try:
             if existing and exchange(temp, path):
                 return True
@@ -292,6 +294,7 @@ def _place(temp: str, path: str, existing: bool, make_directory: bool = True) ->
                 raise _SpareGone(temp) from exc
             if not make_directory:
                 raise
+            _back_off(attempt)
             _make_directory(os.path.dirname(path))
         except (IsADirectoryError, NotADirectoryError) as exc:
             raise ValueError(f"{path} clashes with existing blob names") from exc
@@ -311,15 +314,23 @@ def _write_all(fd: int, data: bytes) -> None:
 def _create_temp(directory: str) -> tuple[int, str]:
     """Create a temp file in ``directory`` (made as needed); retries because a concurrent
     delete may prune a directory just created."""
-    for _ in range(_DIRECTORY_RETRIES):
+    for attempt in range(_DIRECTORY_RETRIES):
         temp = os.path.join(directory, f"{TEMP_PREFIX}{secrets.token_hex(8)}")
         try:
             return os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644), temp
         except FileNotFoundError:
+            _back_off(attempt)
             _make_directory(directory)
         except (NotADirectoryError, FileExistsError) as exc:
             raise ValueError(f"{directory} clashes with an existing blob name") from exc
     raise OSError(f"could not create a file in {directory}")
+
+
+def _back_off(attempt: int) -> None:
+    """After the first retries, wait a random moment before making the directory again:
+    deletes that keep pruning it (each emptied it) cannot then win every round."""
+    if attempt >= 2:
+        time.sleep(random.uniform(0, min(0.0001 * 2**attempt, 0.01)))
 
 
 def _make_directory(directory: str) -> None:
