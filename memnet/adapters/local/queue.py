@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from memnet.adapters.local.sqlite_wal import use_wal
 from memnet.ports import PreconditionFailed, QueueMessage
 
 TTL_SECONDS = 7 * 24 * 3600
@@ -163,7 +164,7 @@ class SqliteQueue:
 
 
 def _create_schema(db: sqlite3.Connection) -> None:
-    db.execute("PRAGMA journal_mode = WAL")  # persistent: stored in the database file
+    use_wal(db, BUSY_TIMEOUT_MS / 1000)  # persistent: stored in the database file
     db.execute("BEGIN IMMEDIATE")
     try:
         for statement in filter(str.strip, _SCHEMA.split(";")):

@@ -54,6 +54,7 @@ from memnet.adapters.local.search_terms import (
     micros,
     utc,
 )
+from memnet.adapters.local.sqlite_wal import use_wal
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
 
 DIGEST_WEIGHT, KEYWORDS_WEIGHT = 1.0, 1.5
@@ -182,7 +183,7 @@ class SqliteSearchIndex:
         if db is None or getattr(self._local, "pid", None) != os.getpid():
             self._path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-            db.execute("PRAGMA journal_mode = WAL")
+            use_wal(db, BUSY_TIMEOUT_SECONDS)
             db.execute("PRAGMA synchronous = NORMAL")
             self._local.db, self._local.pid = db, os.getpid()
         if self._ready_pid != os.getpid():
