@@ -111,7 +111,7 @@ def message_queue(settings: Settings) -> MessageQueue:
 
 
 def search_index(settings: Settings) -> SearchIndex:
-    """Azure AI Search when configured; else SQLite FTS5 in the data directory."""
+    """Azure AI Search when configured; else the SQLite index in the data directory."""
     if settings.search == "azure":
         from memnet.adapters.azure.search import AzureSearchIndex
 
@@ -121,7 +121,7 @@ def search_index(settings: Settings) -> SearchIndex:
         )
     from memnet.adapters.local.search import SqliteSearchIndex
 
-    return SqliteSearchIndex(settings.data_dir / "search.sqlite3")
+    return SqliteSearchIndex(settings.data_dir / "search.sqlite3", settings.search_max_postings)
 
 
 def _authenticator(settings: Settings) -> Authenticator:

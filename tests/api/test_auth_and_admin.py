@@ -142,7 +142,7 @@ def test_health_needs_no_key_and_names_backends(client: ApiClient, services: Ser
     assert reply.data["storage"].startswith(expected)
     queue = "azure storage queues" if services.settings.storage == "azure" else "sqlite queue"
     assert reply.data["queue"].startswith(queue)
-    assert reply.data["search"].startswith("sqlite fts5")
+    assert reply.data["search"].startswith("sqlite search index")
     assert reply.data["profiles"] == ["project-copilot-v1"]
 
 

@@ -101,6 +101,7 @@ def test_broken_callers_file_names_the_field(tmp_path: Path, callers: object, fi
         ({"MEMNET_CONTEXT_INDEX_TTL_SECONDS": "-1"}, "MEMNET_CONTEXT_INDEX_TTL_SECONDS"),
         ({"MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS": "later"}, "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS"),
         ({"MEMNET_CONTEXT_READ_WORKERS": "-2"}, "MEMNET_CONTEXT_READ_WORKERS"),
+        ({"MEMNET_SEARCH_MAX_POSTINGS": "many"}, "MEMNET_SEARCH_MAX_POSTINGS"),
         ({}, "MEMNET_CALLERS_FILE"),
     ],
 )
@@ -158,3 +159,12 @@ def test_serve_refuses_to_start_with_a_broken_profile(tmp_path: Path):
     assert result.returncode == 2
     assert "mem.net cannot start:" in result.stderr and "Traceback" not in result.stderr
     assert "bad.json" in result.stderr and "document_bindings" in result.stderr
+
+
+def test_the_search_budget_setting_reaches_the_index(tmp_path):
+    from memnet.bootstrap import search_index
+
+    env = {"MEMNET_CALLERS_FILE": "c.json", "MEMNET_DATA_DIR": str(tmp_path)}
+    default = search_index(Settings.from_env(env))
+    unlimited = search_index(Settings.from_env({**env, "MEMNET_SEARCH_MAX_POSTINGS": "0"}))
+    assert (default._max_postings, unlimited._max_postings) == (1024, sys.maxsize)

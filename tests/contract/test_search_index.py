@@ -1,5 +1,5 @@
 """The SearchIndex contract (memnet.ports.SearchIndex; ARCHITECTURE.md "Events"; spec 9.2,
-10.6): one suite every adapter must pass. It runs on the embedded SQLite FTS5 index; Azure
+10.6): one suite every adapter must pass. It runs on the embedded SQLite index; Azure
 AI Search has no emulator, so its adapter is tested on the wire instead
 (``test_azure_search_transport.py``). Then what only the SQLite index promises."""
 
@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 
 from memnet.adapters.local.search import SqliteSearchIndex
-from memnet.adapters.local.search_terms import filters, match_expression
+from memnet.adapters.local.search_terms import (
+    MAX_QUERY_TOKENS,
+    field_counts,
+    filters,
+    query_words,
+)
 from memnet.ports import EventQuery, IndexedEvent, SearchIndex
 
 T0 = "2026-01-01T00:00:00Z"
@@ -432,12 +437,11 @@ def test_concurrent_processes_lose_no_writes(tmp_path: Path) -> None:
 # --- what only the SQLite index promises ---------------------------------------------------
 
 
-def test_the_match_expression_is_only_quoted_prefixed_tokens() -> None:
-    expression = match_expression(7, 'NEAR(a b) "x" col:term -y * AND')
-    assert expression == " OR ".join(
-        f'"s7_{t}"' for t in ["NEAR", "a", "b", "x", "col", "term", "y", "AND"]
-    )
-    assert match_expression(7, "\"'*()") is None
+def test_query_text_is_only_distinct_words() -> None:
+    words = query_words('NEAR(a b) "x" col:term -y * AND a A')
+    assert words == ["NEAR", "a", "b", "x", "col", "term", "y", "AND"]
+    assert query_words("\"'*()") == []
+    assert len(query_words(" ".join(f"w{i}" for i in range(100)))) == MAX_QUERY_TOKENS
 
 
 def test_the_constructor_touches_no_file(tmp_path: Path) -> None:
@@ -449,13 +453,13 @@ def test_searches_use_the_per_user_indexes(tmp_path: Path) -> None:
     store = SqliteSearchIndex(tmp_path / "search.sqlite3")
     store.upsert([event("e", "plan", project_ids=("alpha",), keywords=("k",))])
     plan = _plan(tmp_path / "search.sqlite3")
-    scans = [step for step in plan if step.startswith("SCAN") and "VIRTUAL TABLE" not in step]
+    scans = [s for s in plan if s.startswith("SCAN") and not s.startswith("SCAN (subquery")]
     assert scans == [], plan
 
 
 def _plan(path: Path) -> list[str]:
     """White box: EXPLAIN QUERY PLAN of the adapter's own two statements, all filters set."""
-    from memnet.adapters.local import search
+    from memnet.adapters.local import search, search_postings
 
     query = EventQuery(
         tenant_id="t1",
@@ -468,9 +472,16 @@ def _plan(path: Path) -> list[str]:
     where, params = filters(query, 1)
     db = sqlite3.connect(path)
     rows: list[str] = []
+    probe, probe_params = filters(query, 1, correlated=True)
+    passes = search_postings.PASSES.format(probe)
+    postings, after = search_postings.POSTINGS, search_postings.AFTER
     for sql, args in (
         (search._NEWEST.format(where), (1, *params, 10)),
-        (search._RANKED.format(where), ('"s1_plan"', 1, *params, 10)),
+        (postings.format(passes, ""), (*probe_params, 1, "plan", 10)),
+        (postings.format(passes, after), (*probe_params, 1, "plan", 0, 0, 0, 9)),
+        (search_postings.SCORED.format("e.doc_id IN (?, ?)"), (1, 2)),
+        (search_postings.SCORED.format(f"e.scope_id = ? {where}"), (1, *params)),
+        *((sql, (*args, 10)) for sql, args in field_counts(query, 1)),
     ):
         rows += [r[3] for r in db.execute("EXPLAIN QUERY PLAN " + sql, args)]
     db.close()

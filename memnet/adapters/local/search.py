@@ -1,68 +1,73 @@
-"""The embedded :class:`~memnet.ports.SearchIndex`: SQLite FTS5 (ARCHITECTURE.md "Events",
-spec 10.6). Derived data: the reindex job rebuilds it from the event blobs.
+"""The embedded :class:`~memnet.ports.SearchIndex`: SQLite, with BM25 over impact-ordered
+postings (ARCHITECTURE.md "Events", spec 10.6). Derived data: the reindex job rebuilds it
+from the event blobs.
 
-Tables: ``scopes`` maps (tenant, user) to a small ``scope_id``; ``events`` holds every
-field, unique on (scope_id, event_id), ``ts_us`` = UTC microseconds (exact comparisons
-whatever the writer's offset), indexed on (scope_id[, service_id | source_type], ts_us);
-``event_tags`` holds project ids and keywords keyed (scope_id, kind, value, doc_id), so a
-collection filter is an index range of one user.
+Tables: ``scopes`` maps (tenant, user) to a small ``scope_id`` and counts the user's
+events; ``events`` holds every field, unique on (scope_id, event_id), ``ts_us`` = UTC
+microseconds (exact comparisons whatever the writer's offset), indexed on (scope_id[,
+service_id | source_type], ts_us), and ``terms``, the event's terms with their impacts
+(JSON); ``event_tags`` holds project ids and keywords keyed (scope_id, kind, value,
+doc_id), so a collection filter is an index range of one user; ``postings`` holds one row
+per (user, term, event), keyed in ranking order: highest impact first, then newest
+(``rank`` = -impact, ``age`` = -ts_us); ``term_docs`` counts a user's events per term.
 
-Per-user terms: a plain FTS5 MATCH is global (a common term walks and scores every user's
-postings before a join drops them), so each token is indexed with its scope as a prefix
-(``s42_memory``) and a query asks only for ``"s42_..."`` terms. FTS5 then reads this
-user's postings alone: a search costs what the user's own events cost, however many other
-users there are (``bench/search.py``, 1M events over 1,000 users). The SQL checks the scope
-too. BM25 thus counts document frequencies per user (N stays the table size).
+Everything is per user: a search reads this user's postings and counts alone, however
+many other users there are, and BM25's statistics are the user's own.
 
-Cost: FTS5 has no top-k pruning, so a ranked search scores every event of the user that
-holds any query term; a query with a word common in this user's digests costs time linear
-in the user's events (docs/performance.md, "Event search"). Without filters, FTS5 ranks
-alone and only the best rows are joined with ``events``.
+Ranking (:mod:`.search_rank`): the threshold algorithm reads each query term's postings
+from the top and stops as soon as no unread event can enter the top k; the answer is
+exact. Cost grows with how deep the lists must be read, not with the user's events; a
+query whose words are all common in this user's events can still need deep reads, so a
+search reads at most ``max_postings`` postings (setting ``MEMNET_SEARCH_MAX_POSTINGS``)
+and then returns the best events met (docs/performance.md, "Event search", measures
+how often that differs from the exact answer). When one filtered field alone selects at
+most :data:`~.search_postings.FILTER_FIRST` events, those are scored directly (exact).
 
-Contentless FTS (``content=''``), not external content: the indexed text is the prefixed
-token stream, which no ``events`` column holds; storing it as one would double the digest
-storage. Deleting a contentless row needs its text, recomputed from ``events`` by the same
-pure function; its version (tokenizer, Unicode data) is kept in ``meta`` and a change
-rebuilds the FTS table.
-
-Query text never reaches MATCH raw: it is split into runs of letters, digits and marks
-(NFKC), each quoted as an FTS5 string, the first :data:`MAX_QUERY_TOKENS` distinct ones
-OR-ed; BM25 (digest 1, keywords 1.5) ranks more and rarer matches first. No token: newest
-first. Tokenizer ``porter unicode61 remove_diacritics 2``: ``café`` ~ ``cafe`` (Latin
-script), porter stems ``memories`` ~ ``memory``; marks stay inside words (Indic scripts).
+Terms: SQLite FTS5's tokenizer (``porter unicode61 remove_diacritics 2``), run through a
+per-connection temporary FTS5 table and read back with ``fts5vocab``: ``café`` ~ ``cafe``
+(Latin script), porter stems ``memories`` ~ ``memory``; marks stay inside words (Indic
+scripts). FTS5 never sees a query: no MATCH runs, query text is split into words
+(NFKC) before it is analysed, and terms reach SQL only as bound parameters. The
+analyser's version is kept in ``meta``; a change re-derives every event's terms.
 
 Concurrency: a connection per thread and process, WAL, busy timeout, ``BEGIN IMMEDIATE``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
+import sys
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memnet.adapters.local.search_terms import (
-    filters,
-    fts_row,
-    iso,
-    match_expression,
-    micros,
-    utc,
+from memnet.adapters.local import search_rank
+from memnet.adapters.local.search_postings import (
+    TOKENIZER,
+    Counts,
+    Ranking,
+    SearchStats,
+    analyse,
+    prepare,
 )
+from memnet.adapters.local.search_terms import filters, iso, query_words, utc
+from memnet.adapters.local.search_writes import insert_event, rederive_terms, remove_event
 from memnet.adapters.local.sqlite_wal import use_wal
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
 
-DIGEST_WEIGHT, KEYWORDS_WEIGHT = 1.0, 1.5
 BUSY_TIMEOUT_SECONDS = 10.0
 LIST_PAGE = 1000
-TIE_MARGIN = 8  # rows ranked past top_k to see whether a tie crosses the cut
-TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*' tokenchars '_'"
-TERMS_VERSION = f"2/{TOKENIZER}/{unicodedata.unidata_version}"  # bump when terms() changes
+MAX_POSTINGS = 1024
+CACHE_KIB = 65_536  # page cache per connection, at most
+MMAP_BYTES = 1 << 30  # reads map the file: a ranked search reads pages at random
+TERMS_VERSION = (  # bump when terms or impacts change: every event's terms are re-derived
+    f"3/{TOKENIZER}/{unicodedata.unidata_version}"
+    f"/{search_rank.AVERAGE_LENGTH}/{search_rank.K1}/{search_rank.B}/{search_rank.SCALE}"
+)
 _BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (primary result codes)
 
 _SCHEMA = (
@@ -81,83 +86,96 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS event_tags (scope_id INTEGER NOT NULL, kind TEXT NOT NULL,
         value TEXT NOT NULL, doc_id INTEGER NOT NULL,
         PRIMARY KEY (scope_id, kind, value, doc_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS postings (scope_id INTEGER NOT NULL, term TEXT NOT NULL,
+        rank INTEGER NOT NULL, age INTEGER NOT NULL, doc_id INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, term, rank, age, doc_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS term_docs (scope_id INTEGER NOT NULL, term TEXT NOT NULL,
+        docs INTEGER NOT NULL, PRIMARY KEY (scope_id, term)) WITHOUT ROWID""",
 )
-_FTS_TABLE = f"""CREATE VIRTUAL TABLE events_fts USING fts5 (digest, keywords, content='',
-    tokenize="{TOKENIZER}")"""
-_RANKED = f"""SELECT e.event_id, e.timestamp, -bm25(events_fts, {DIGEST_WEIGHT}, {KEYWORDS_WEIGHT})
-    AS score FROM events_fts CROSS JOIN events AS e ON e.doc_id = events_fts.rowid
-    WHERE events_fts MATCH ? AND e.scope_id = ? {{}}
-    ORDER BY score DESC, e.ts_us DESC, e.event_id LIMIT ?"""
-_BEST = f"""SELECT rowid, -bm25(events_fts, {DIGEST_WEIGHT}, {KEYWORDS_WEIGHT}) AS score
-    FROM events_fts WHERE events_fts MATCH ? ORDER BY score DESC LIMIT ?"""
-_ROWS = (
-    "SELECT doc_id, event_id, timestamp, ts_us FROM events WHERE scope_id = ? AND doc_id IN ({})"
+_COLUMNS = (  # added to files written before the column existed
+    ("scopes", "docs", "INTEGER NOT NULL DEFAULT 0"),
+    ("events", "terms", "TEXT NOT NULL DEFAULT '{}'"),
 )
 _NEWEST = """SELECT e.event_id, e.timestamp, 0.0 FROM events AS e WHERE e.scope_id = ? {}
     ORDER BY e.ts_us DESC, e.event_id DESC LIMIT ?"""
 _PAGE = f"""SELECT event_id FROM events WHERE scope_id = ? AND event_id > ?
     ORDER BY event_id LIMIT {LIST_PAGE}"""
-_SCOPE = "SELECT scope_id FROM scopes WHERE tenant_id = ? AND user_id = ?"
-_FTS_ROW = "INSERT INTO events_fts (rowid, digest, keywords) VALUES (?, ?, ?)"
-_FTS_DELETE = (
-    "INSERT INTO events_fts (events_fts, rowid, digest, keywords) VALUES ('delete', ?, ?, ?)"
-)
+_SCOPE = "SELECT scope_id, docs FROM scopes WHERE tenant_id = ? AND user_id = ?"
 
 
 class SqliteSearchIndex:
     """BM25 search over event digests in one SQLite file; safe across threads and processes.
     The constructor does no I/O: the file and schema are created on first use."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_postings: int = MAX_POSTINGS) -> None:
+        """``max_postings``: the postings a ranked search reads at most (0: no limit, every
+        answer exact)."""
+        if max_postings < 0:
+            raise ValueError("max_postings must be 0 (no limit) or positive")
         self._path = path
+        self._max_postings = max_postings or sys.maxsize
         self._local = threading.local()
         self._ready_pid: int | None = None
         self._ready_lock = threading.Lock()
 
     def describe(self) -> str:
-        return f"sqlite fts5 search index {self._path}"
+        return f"sqlite search index (impact-ordered BM25) {self._path}"
 
     def upsert(self, events: list[IndexedEvent]) -> None:
         """Insert or replace by (tenant, user, event_id), all in one transaction."""
         rows = [(event, utc(event.timestamp)) for event in events]  # validate before locking
         with self._write() as db:
+            analysed = analyse(db, [(e.digest, " ".join(e.keywords)) for e in events])
+            counts = Counts()
             scopes: dict[tuple[str, str], int] = {}  # a batch is mostly one user's events
-            for event, moment in rows:
+            for (event, moment), terms in zip(rows, analysed, strict=True):
                 owner = (event.tenant_id, event.user_id)
                 scope = scopes.get(owner)
                 if scope is None:
                     scope = scopes[owner] = _ensure_scope(db, *owner)
-                _remove(db, scope, event.event_id)
-                _insert(db, scope, event, moment)
+                remove_event(db, scope, event.event_id, counts)
+                insert_event(db, scope, event, moment, search_rank.impacts(*terms), counts)
+            counts.apply(db)
 
     def delete(self, tenant_id: str, user_id: str, event_ids: list[str]) -> None:
         """Remove entries; missing ones are ignored."""
         with self._write() as db:
-            scope = _find_scope(db, tenant_id, user_id)
-            if scope is None:
+            found = _find_scope(db, tenant_id, user_id)
+            if found is None:
                 return
+            counts = Counts()
             for event_id in event_ids:
-                _remove(db, scope, event_id)
+                remove_event(db, found[0], event_id, counts)
+            counts.apply(db)
 
     def search(self, query: EventQuery) -> list[EventHit]:
-        """Best first: BM25 when the text has tokens, else newest first; one user only."""
+        """Best first: BM25 when the text has terms, else newest first; one user only."""
+        return self.search_with_stats(query)[0]
+
+    def search_with_stats(self, query: EventQuery) -> tuple[list[EventHit], SearchStats]:
+        """:meth:`search`, and how it went (for the benchmark and tests)."""
         if query.top_k <= 0:
-            return []
+            return [], SearchStats(0, True)
         with _mapped():
             db = self._db()
-            scope = _find_scope(db, query.tenant_id, query.user_id)
-            if scope is None:
-                return []
+            found = _find_scope(db, query.tenant_id, query.user_id)
+            if found is None:
+                return [], SearchStats(0, True)
+            scope, events = found
             where, params = filters(query, scope)
-            match = match_expression(scope, query.text)
-            rows: Iterable[tuple[str, str, float]] | None = None
-            if match is None:
+            words = query_words(query.text)
+            terms = list(dict.fromkeys(analyse(db, [(" ".join(words), "")])[0][0]))
+            if not terms:
                 rows = db.execute(_NEWEST.format(where), (scope, *params, query.top_k))
-            elif not where:
-                rows = _best_unfiltered(db, match, scope, query.top_k)
-            if rows is None:
-                rows = db.execute(_RANKED.format(where), (match, scope, *params, query.top_k))
-            return [EventHit(event_id=r[0], score=float(r[2]), timestamp=r[1]) for r in rows]
+                hits = [EventHit(event_id=r[0], score=0.0, timestamp=r[1]) for r in rows]
+                return hits, SearchStats(0, True)
+            ranking = Ranking(db, scope, events, terms, query)
+            ranked, stats = ranking.top(query.top_k, self._max_postings)
+            return [
+                EventHit(event_id=r[2], score=-r[0] / search_rank.SCALE**2,
+                         timestamp=iso(_moment(-r[1])))
+                for r in ranked
+            ], stats  # fmt: skip
 
     def list_event_ids(
         self, tenant_id: str | None, user_id: str | None = None
@@ -185,6 +203,9 @@ class SqliteSearchIndex:
             db = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
             use_wal(db, BUSY_TIMEOUT_SECONDS)
             db.execute("PRAGMA synchronous = NORMAL")
+            db.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+            prepare(db)
             self._local.db, self._local.pid = db, os.getpid()
         if self._ready_pid != os.getpid():
             with self._ready_lock:
@@ -230,41 +251,21 @@ def _create_schema(db: sqlite3.Connection) -> None:
     with _transaction(db):
         for statement in _SCHEMA:
             db.execute(statement)
+        for table, column, declaration in _COLUMNS:
+            if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         stored = db.execute("SELECT value FROM meta WHERE key = 'terms'").fetchone()
         if stored is None or stored[0] != TERMS_VERSION:
-            _rebuild_fts(db)
+            rederive_terms(db, TERMS_VERSION)
 
 
-def _rebuild_fts(db: sqlite3.Connection) -> None:
-    """(Re)create the FTS table with the current tokenizer and re-derive every row."""
-    db.execute("DROP TABLE IF EXISTS events_fts")
-    db.execute(_FTS_TABLE)
-    rows = db.execute("SELECT doc_id, scope_id, digest, keywords FROM events")
-    db.executemany(_FTS_ROW, (fts_row(d, s, text, json.loads(k)) for d, s, text, k in rows))
-    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('terms', ?)", (TERMS_VERSION,))
+def _moment(ts_us: int) -> datetime:
+    return datetime.fromtimestamp(0, UTC) + timedelta(microseconds=ts_us)
 
 
-def _best_unfiltered(
-    db: sqlite3.Connection, match: str, scope: int, top_k: int
-) -> list[tuple[str, str, float]] | None:
-    """The ranked plan without filters, cheaper: FTS5 ranks alone (every match is still
-    scored) and only the best rows are joined with ``events``, not every match. Same
-    result: :data:`TIE_MARGIN` rows beyond ``top_k`` are fetched, and when a score tie
-    reaches past them this returns None and the full plan orders the tie by time."""
-    fetched = db.execute(_BEST, (match, top_k + TIE_MARGIN)).fetchall()
-    if len(fetched) == top_k + TIE_MARGIN and fetched[-1][1] == fetched[top_k - 1][1]:
-        return None
-    scores = {int(doc_id): float(score) for doc_id, score in fetched}
-    rows = db.execute(_ROWS.format(",".join("?" * len(scores))), (scope, *scores)).fetchall()
-    rows.sort(key=lambda r: (-scores[r[0]], -r[3], r[1]))
-    return [
-        (event_id, timestamp, scores[doc_id]) for doc_id, event_id, timestamp, _ in rows[:top_k]
-    ]
-
-
-def _find_scope(db: sqlite3.Connection, tenant_id: str, user_id: str) -> int | None:
+def _find_scope(db: sqlite3.Connection, tenant_id: str, user_id: str) -> tuple[int, int] | None:
     row = db.execute(_SCOPE, (tenant_id, user_id)).fetchone()
-    return None if row is None else int(row[0])
+    return None if row is None else (int(row[0]), int(row[1]))
 
 
 def _ensure_scope(db: sqlite3.Connection, tenant_id: str, user_id: str) -> int:
@@ -284,42 +285,3 @@ def _scopes_of(
             sql, params = sql + f" AND {column} = ?", [*params, value]
     rows = db.execute(sql + " ORDER BY tenant_id, user_id", params)
     return [(int(s), str(t), str(u)) for s, t, u in rows]
-
-
-def _insert(db: sqlite3.Connection, scope: int, event: IndexedEvent, moment: datetime) -> None:
-    cursor = db.execute(
-        "INSERT INTO events (scope_id, event_id, ts_us, timestamp, service_id, source_type,"
-        " digest, keywords, project_ids, snapshot_uri, evidence)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (scope, event.event_id, micros(moment), iso(moment), event.service_id,
-         event.source_type, event.digest, json.dumps(list(event.keywords)),
-         json.dumps(list(event.project_ids)), event.snapshot_uri, event.evidence),
-    )  # fmt: skip
-    doc_id = int(cursor.lastrowid or 0)
-    db.execute(_FTS_ROW, fts_row(doc_id, scope, event.digest, event.keywords))
-    db.executemany(
-        "INSERT OR IGNORE INTO event_tags (scope_id, kind, value, doc_id) VALUES (?, ?, ?, ?)",
-        _tags(scope, doc_id, event.project_ids, event.keywords),
-    )
-
-
-def _remove(db: sqlite3.Connection, scope: int, event_id: str) -> None:
-    """Delete one event's row, its FTS entry (from the recomputed terms) and its tags."""
-    select = "SELECT doc_id, digest, keywords, project_ids FROM events"
-    row = db.execute(f"{select} WHERE scope_id = ? AND event_id = ?", (scope, event_id)).fetchone()
-    if row is None:
-        return
-    doc_id, keywords = int(row[0]), json.loads(row[2])
-    db.execute(_FTS_DELETE, fts_row(doc_id, scope, row[1], keywords))
-    db.executemany(
-        "DELETE FROM event_tags WHERE scope_id = ? AND kind = ? AND value = ? AND doc_id = ?",
-        _tags(scope, doc_id, json.loads(row[3]), keywords),
-    )
-    db.execute("DELETE FROM events WHERE doc_id = ?", (doc_id,))
-
-
-def _tags(
-    scope: int, doc_id: int, project_ids: Iterable[str], keywords: Iterable[str]
-) -> Iterator[tuple[int, str, str, int]]:
-    yield from ((scope, "p", value, doc_id) for value in project_ids)
-    yield from ((scope, "k", value, doc_id) for value in keywords)

@@ -1,6 +1,5 @@
 """The pure half of the embedded search index (:mod:`.search`): words of a text, the
-scope-prefixed FTS5 terms and MATCH expression built from them, the SQL filter clauses
-of a query, and timestamps as UTC microseconds. No I/O."""
+SQL filter clauses of a query, and timestamps as UTC microseconds. No I/O."""
 
 from __future__ import annotations
 
@@ -42,26 +41,18 @@ def tokens(text: str) -> list[str]:
     return (_ASCII_WORD if text.isascii() else _token_pattern()).findall(text)
 
 
-def terms(scope: int, text: str) -> str:
-    return " ".join(f"s{scope}_{token}" for token in tokens(text))
-
-
-def fts_row(doc_id: int, scope: int, digest: str, keywords: Sequence[str]) -> tuple[int, str, str]:
-    return doc_id, terms(scope, digest), terms(scope, " ".join(keywords))
-
-
-def match_expression(scope: int, text: str) -> str | None:
-    """An FTS5 query of quoted, scope-prefixed tokens joined with OR; None without tokens.
-    A token has no quote or space, so each string is exactly one term."""
+def query_words(text: str) -> list[str]:
+    """The first :data:`MAX_QUERY_TOKENS` distinct words of a query (case-insensitive)."""
     distinct: dict[str, str] = {}
     for token in tokens(text):
         distinct.setdefault(token.lower(), token)
-    chosen = list(distinct.values())[:MAX_QUERY_TOKENS]
-    return " OR ".join(f'"s{scope}_{token}"' for token in chosen) or None
+    return list(distinct.values())[:MAX_QUERY_TOKENS]
 
 
-def filters(query: EventQuery, scope: int) -> tuple[str, list[object]]:
-    """The AND-ed filter clauses on ``e`` (any-of within a field), with their parameters."""
+def filters(query: EventQuery, scope: int, correlated: bool = False) -> tuple[str, list[object]]:
+    """The AND-ed filter clauses on ``e`` (any-of within a field), with their parameters.
+    A project or keyword filter is a list subquery (SQLite builds it once per statement)
+    or, ``correlated``, an index probe per row (for a statement run again and again)."""
     clauses: list[str] = []
     params: list[object] = []
     for op, bound in ((">=", query.since), ("<", query.until)):
@@ -74,12 +65,42 @@ def filters(query: EventQuery, scope: int) -> tuple[str, list[object]]:
             params.extend(values)
     for kind, values in (("p", query.project_ids), ("k", query.keywords)):
         if values:
-            clauses.append(
-                "e.doc_id IN (SELECT doc_id FROM event_tags WHERE scope_id = ? AND kind = ?"
-                f" AND value IN ({','.join('?' * len(values))}))"
-            )
+            tags = f"event_tags WHERE scope_id = ? AND kind = ? AND value IN ({_marks(values)})"
+            if correlated:
+                clauses.append(f"EXISTS (SELECT 1 FROM {tags} AND doc_id = e.doc_id)")
+            else:
+                clauses.append(f"e.doc_id IN (SELECT doc_id FROM {tags})")
             params.extend((scope, kind, *values))
     return "".join(f" AND {clause}" for clause in clauses), params
+
+
+def field_counts(query: EventQuery, scope: int) -> list[tuple[str, list[object]]]:
+    """Per filtered field, a statement counting the user's events that field alone selects
+    (tags: matching values, so an event with two counts twice), up to a LIMIT bound as the
+    last parameter: a few index entries each, whatever the user holds."""
+    counts: list[tuple[str, list[object]]] = []
+    since, until = query.since, query.until
+    if since is not None or until is not None:
+        low = micros(utc(since)) if since is not None else -(2**63)
+        high = micros(utc(until)) if until is not None else 2**63 - 1
+        counts.append(("events WHERE scope_id = ? AND ts_us >= ? AND ts_us < ?", [low, high]))
+    for column, values in (("service_id", query.service_ids), ("source_type", query.source_types)):
+        if values:
+            counts.append(
+                (f"events WHERE scope_id = ? AND {column} IN ({_marks(values)})", [*values])
+            )
+    for kind, values in (("p", query.project_ids), ("k", query.keywords)):
+        if values:
+            sql = f"event_tags WHERE scope_id = ? AND kind = ? AND value IN ({_marks(values)})"
+            counts.append((sql, [kind, *values]))
+    return [
+        (f"SELECT count(*) FROM (SELECT 1 FROM {sql} LIMIT ?)", [scope, *params])
+        for sql, params in counts
+    ]
+
+
+def _marks(values: Sequence[object]) -> str:
+    return ",".join("?" * len(values))
 
 
 def utc(value: str) -> datetime:

@@ -1,0 +1,96 @@
+"""An event's rows in the embedded search index (:mod:`.search`): the ``events`` row, its
+postings, tags and counts, written and removed together inside the caller's
+transaction, and the re-derivation of every event's terms when the analyser changes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+
+from memnet.adapters.local import search_rank
+from memnet.adapters.local.search_postings import Counts, analyse, post, to_json
+from memnet.adapters.local.search_terms import iso, micros
+from memnet.ports import IndexedEvent
+
+
+def rederive_terms(db: sqlite3.Connection, version: str) -> None:
+    """Re-derive every event's terms, postings and counts with the current analyser (a
+    file of an older version holds an FTS5 table instead, dropped here)."""
+    db.execute("DROP TABLE IF EXISTS events_fts")
+    db.execute("DELETE FROM postings")
+    db.execute("DELETE FROM term_docs")
+    db.execute("UPDATE scopes SET docs = 0")
+    counts, after = Counts(), -1
+    while True:
+        page = db.execute(
+            "SELECT doc_id, scope_id, ts_us, digest, keywords FROM events WHERE doc_id > ?"
+            " ORDER BY doc_id LIMIT 500",
+            (after,),
+        ).fetchall()
+        if not page:
+            break
+        analysed = analyse(db, [(digest, " ".join(json.loads(k))) for *_, digest, k in page])
+        for (doc_id, scope, ts_us, _, _), terms in zip(page, analysed, strict=True):
+            weighted = search_rank.impacts(*terms)
+            db.execute("UPDATE events SET terms = ? WHERE doc_id = ?", (to_json(weighted), doc_id))
+            post(db, scope, doc_id, ts_us, weighted)
+            counts.add(scope, weighted, +1)
+        after = page[-1][0]
+    counts.apply(db)
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('terms', ?)", (version,))
+
+
+def insert_event(
+    db: sqlite3.Connection,
+    scope: int,
+    event: IndexedEvent,
+    moment: datetime,
+    weighted: dict[str, int],
+    counts: Counts,
+) -> None:
+    ts_us = micros(moment)
+    cursor = db.execute(
+        "INSERT INTO events (scope_id, event_id, ts_us, timestamp, service_id, source_type,"
+        " digest, keywords, project_ids, snapshot_uri, evidence, terms)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (scope, event.event_id, ts_us, iso(moment), event.service_id,
+         event.source_type, event.digest, json.dumps(list(event.keywords)),
+         json.dumps(list(event.project_ids)), event.snapshot_uri, event.evidence,
+         to_json(weighted)),
+    )  # fmt: skip
+    doc_id = int(cursor.lastrowid or 0)
+    post(db, scope, doc_id, ts_us, weighted)
+    counts.add(scope, weighted, +1)
+    db.executemany(
+        "INSERT OR IGNORE INTO event_tags (scope_id, kind, value, doc_id) VALUES (?, ?, ?, ?)",
+        tags(scope, doc_id, event.project_ids, event.keywords),
+    )
+
+
+def remove_event(db: sqlite3.Connection, scope: int, event_id: str, counts: Counts) -> None:
+    """Delete one event's row, its postings (from its stored terms) and its tags."""
+    select = "SELECT doc_id, ts_us, terms, keywords, project_ids FROM events"
+    row = db.execute(f"{select} WHERE scope_id = ? AND event_id = ?", (scope, event_id)).fetchone()
+    if row is None:
+        return
+    doc_id, ts_us, weighted = int(row[0]), int(row[1]), json.loads(row[2])
+    db.executemany(
+        "DELETE FROM postings WHERE scope_id = ? AND term = ? AND rank = ? AND age = ?"
+        " AND doc_id = ?",
+        ((scope, term, -value, -ts_us, doc_id) for term, value in weighted.items()),
+    )
+    counts.add(scope, weighted, -1)
+    db.executemany(
+        "DELETE FROM event_tags WHERE scope_id = ? AND kind = ? AND value = ? AND doc_id = ?",
+        tags(scope, doc_id, json.loads(row[4]), json.loads(row[3])),
+    )
+    db.execute("DELETE FROM events WHERE doc_id = ?", (doc_id,))
+
+
+def tags(
+    scope: int, doc_id: int, project_ids: Iterable[str], keywords: Iterable[str]
+) -> Iterator[tuple[int, str, str, int]]:
+    yield from ((scope, "p", value, doc_id) for value in project_ids)
+    yield from ((scope, "k", value, doc_id) for value in keywords)
