@@ -28,6 +28,7 @@ from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, StorageError
 from memnet.ports import PreconditionFailed as StoragePreconditionFailed
 from memnet.profiles import Binding, Profile
 from memnet.registry import ProfileRegistry
+from memnet.revalidation import KnownValid
 from memnet.validation import document_violations, raise_if_any
 
 
@@ -75,6 +76,7 @@ class DocumentService:
     ) -> None:
         self._blobs, self._registry, self._audit = blobs, registry, audit
         self._idempotency, self._clock = idempotency, clock
+        self._valid = KnownValid()  # stored bytes that passed validation (see revalidation)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -211,7 +213,7 @@ class DocumentService:
             base,
         )
         record["redirected_ops"] = planned.redirected
-        return self._commit(cmd.ref, profile, binding, current, record)
+        return self._commit(cmd.ref, profile, binding, current, record, planned.ops)
 
     def _replace(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
@@ -288,17 +290,25 @@ class DocumentService:
         binding: Binding,
         current: StoredDocument | None,
         record: dict[str, Any],
+        ops: list[Op] | None = None,
     ) -> Response:
+        """Validate, then write the audit record and the document. ``ops``: the ops of a
+        patch, so that a document known valid is checked only where they changed it."""
         before = current.document if current else None
         document = apply_change(before, record)
         text = serialise(document)  # what is stored, and what max_chars counts
+        data = text.encode()
         validator = self._registry.validator(binding)
-        found = document_violations(document, binding, validator, len(text))
+        known = (
+            ops is not None and current is not None and self._valid.holds(current.data, validator)
+        )
+        found = document_violations(document, binding, validator, len(text), ops if known else None)
         raise_if_any(found + denied_changes(profile, binding, before or {}, document))
+        self._valid.add(data, validator)
         self._audit.write(ref, record)
         condition = Condition.match(current.etag) if current else Condition.create_only()
         try:
-            etag = self._blobs.write(ref.blob_name, text.encode(), condition)
+            etag = self._blobs.write(ref.blob_name, data, condition)
         except StoragePreconditionFailed as exc:
             return self._lost_race(ref, record, exc)
         except StorageError as exc:

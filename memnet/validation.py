@@ -12,30 +12,42 @@ from jsonschema.protocols import Validator
 from memnet import pointers
 from memnet.envelope import CONTENT, char_count, envelope_holds
 from memnet.errors import Unprocessable
+from memnet.patching import Op
 from memnet.policy import Violation
 from memnet.profiles import Binding
+from memnet.revalidation import still_valid
 
 MAX_REPORTED = 20
 
 
 def document_violations(
-    document: Any, binding: Binding, validator: Draft202012Validator, size: int | None = None
+    document: Any,
+    binding: Binding,
+    validator: Draft202012Validator,
+    size: int | None = None,
+    patched: list[Op] | None = None,
 ) -> list[Violation]:
     """Every reason ``document`` may not be stored under ``binding`` (empty if none);
-    ``size``: its :func:`~memnet.envelope.char_count`, if the caller has it already."""
-    found = list(_schema_violations(document, validator))
+    ``size``: its :func:`~memnet.envelope.char_count`, if the caller has it already;
+    ``patched``: the ops that made it from a document known to be valid, if it was."""
+    found = list(_schema_violations(document, validator, patched))
     found += list(_limit_violations(document, binding, size))
     return found[:MAX_REPORTED]
 
 
-def _schema_violations(document: Any, validator: Draft202012Validator) -> Iterator[Violation]:
+def _schema_violations(
+    document: Any, validator: Draft202012Validator, patched: list[Op] | None
+) -> Iterator[Violation]:
     schema = validator.schema
     if (
         isinstance(schema, Mapping)
         and envelope_holds(document, schema)
-        and _valid(_content_validator(validator, schema), document[CONTENT])
+        and (
+            (patched is not None and still_valid(validator, document, patched))
+            or _valid(_content_validator(validator, schema), document[CONTENT])
+        )
     ):
-        return  # the fast path: the same verdict, without jsonschema walking the envelope
+        return  # the fast paths: the same verdict, without jsonschema walking it all
     for error in validator.iter_errors(document):
         yield Violation(
             "SCHEMA_VIOLATION",
