@@ -265,10 +265,12 @@ def write_atomically(
     :mod:`.exchange`), after which the old file goes to ``pool`` or is deleted."""
     fd, temp = _create_temp(os.path.dirname(path))
     try:
-        with os.fdopen(fd, "wb", buffering=0) as file:
-            _write_all(file.fileno(), data)
+        try:  # the descriptor itself: a file object would cost an fstat and objects
+            _write_all(fd, data)
             if attr is not None:
-                os.setxattr(file.fileno(), ATTR, attr)
+                os.setxattr(fd, ATTR, attr)
+        finally:
+            os.close(fd)
         swapped = _place(temp, path, existing)
     except BaseException:
         unlink(temp)
