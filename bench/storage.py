@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -72,6 +73,19 @@ def raw_latency(store: BlobStore, count: int) -> dict[str, dict[str, Any]]:
         "write_if_match": time_calls(write_match, count),
         "write_create": time_calls(write_create, count),
     }
+
+
+def creation_cost(directory: Path, count: int = 200) -> dict[str, Any]:
+    """``open(O_CREAT)`` of new empty files in ``directory``, which are left in place
+    (deleting them would itself slow the creations that follow: on ext4 without a journal,
+    inode allocation skips every inode of its block group freed in the last minutes)."""
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def create_one(i: int) -> None:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+        os.close(os.open(directory / f"probe{i}", flags, 0o644))
+
+    return time_calls(create_one, count)
 
 
 class CountingStore:
