@@ -71,7 +71,8 @@ def _header(results: dict[str, Any]) -> str:
             f"use only the queries this pass ran). Otherwise up to {s['requests']} searches "
             "per path and "
             f"level, stopped at {s['time_cap']} s (searches under way finish and count). "
-            "Page cache warm (index files read first).",
+            "Page cache warm (index files read first), and 100 searches of other queries "
+            "(another seed) run first in the process, as in a server that has been up.",
             "- **index**: `SqliteSearchIndex.search` in-process, client threads with a SQLite "
             "connection each (the index alone). **http**: `POST .../events:search` through "
             "one `python -m memnet serve` whose data directory is the dataset (index, then "
@@ -184,8 +185,8 @@ def _kinds(sizes: list[dict[str, Any]]) -> str:
         )
     note = (
         "Postings read: per text query (with or without a filter), the postings the "
-        "threshold algorithm read before it could stop (0: a filter selecting at most "
-        "`max_postings` events was scored directly). Budget reached: text queries "
+        "threshold algorithm read before it could stop (0: a filter field selecting at most "
+        "256 events, which are then scored directly). Budget reached: text queries "
         "stopped by `max_postings` (1,024) before the answer was proven exact. For those, "
         "the same query without a budget: answers whose event list differs, and score "
         "recall, the share of returned events scoring at least the exact answer's k-th "
