@@ -477,6 +477,7 @@ def _plan(path: Path) -> list[str]:
     postings, after = search_postings.POSTINGS, search_postings.AFTER
     for sql, args in (
         (search._NEWEST.format(where), (1, *params, 10)),
+        (search._NEWEST.format(probe), (1, *probe_params, 10)),
         (postings.format(passes, ""), (*probe_params, 1, "plan", 10)),
         (postings.format(passes, after), (*probe_params, 1, "plan", 0, 0, 0, 9)),
         (search_postings.SCORED.format("e.doc_id IN (?, ?)"), (1, 2)),

@@ -163,3 +163,16 @@ def test_a_file_of_the_fts5_layout_is_rederived(tmp_path: Path) -> None:
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master")}
     assert "events_fts" not in tables
     assert db.execute("SELECT docs FROM scopes").fetchone() == (2,)
+
+
+def test_newest_first_probes_a_large_tag_filter_with_the_same_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memnet.adapters.local import search
+
+    index = SqliteSearchIndex(tmp_path / "search.sqlite3")
+    index.upsert(events(13, 300))
+    query = EventQuery(tenant_id="t1", user_id="u1", keywords=("alpha", "beta"), top_k=20)
+    listed = index.search(query)
+    monkeypatch.setattr(search, "TAG_LIST", 0)  # every tag filter is "large": probed
+    assert index.search(query) == listed and len(listed) == 20

@@ -54,7 +54,7 @@ from memnet.adapters.local.search_postings import (
     analyse,
     prepare,
 )
-from memnet.adapters.local.search_terms import filters, iso, query_words, utc
+from memnet.adapters.local.search_terms import field_counts, filters, iso, query_words, utc
 from memnet.adapters.local.search_writes import insert_event, rederive_terms, remove_event
 from memnet.adapters.local.sqlite_wal import use_wal
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
@@ -62,6 +62,7 @@ from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, Stora
 BUSY_TIMEOUT_SECONDS = 10.0
 LIST_PAGE = 1000
 MAX_POSTINGS = 1024
+TAG_LIST = 4096  # newest first: a project/keyword filter selecting more is probed per event
 CACHE_KIB = 65_536  # page cache per connection, at most
 MMAP_BYTES = 1 << 30  # reads map the file: a ranked search reads pages at random
 TERMS_VERSION = (  # bump when terms or impacts change: every event's terms are re-derived
@@ -162,12 +163,10 @@ class SqliteSearchIndex:
             if found is None:
                 return [], SearchStats(0, True)
             scope, events = found
-            where, params = filters(query, scope)
             words = query_words(query.text)
             terms = list(dict.fromkeys(analyse(db, [(" ".join(words), "")])[0][0]))
             if not terms:
-                rows = db.execute(_NEWEST.format(where), (scope, *params, query.top_k))
-                hits = [EventHit(event_id=r[0], score=0.0, timestamp=r[1]) for r in rows]
+                hits = _newest(db, query, scope)
                 return hits, SearchStats(0, True)
             ranking = Ranking(db, scope, events, terms, query)
             ranked, stats = ranking.top(query.top_k, self._max_postings)
@@ -257,6 +256,19 @@ def _create_schema(db: sqlite3.Connection) -> None:
         stored = db.execute("SELECT value FROM meta WHERE key = 'terms'").fetchone()
         if stored is None or stored[0] != TERMS_VERSION:
             rederive_terms(db, TERMS_VERSION)
+
+
+def _newest(db: sqlite3.Connection, query: EventQuery, scope: int) -> list[EventHit]:
+    """Newest first. A project or keyword filter that selects many events is checked per
+    event while the user's events are walked newest first (k matches come soon); one that
+    selects few is listed first (SQLite builds the list once per search)."""
+    many = any(
+        "event_tags" in sql and db.execute(sql, (*params, TAG_LIST + 1)).fetchone()[0] > TAG_LIST
+        for sql, params in field_counts(query, scope)
+    )
+    where, params = filters(query, scope, correlated=many)
+    rows = db.execute(_NEWEST.format(where), (scope, *params, query.top_k))
+    return [EventHit(event_id=r[0], score=0.0, timestamp=r[1]) for r in rows]
 
 
 def _moment(ts_us: int) -> datetime:
