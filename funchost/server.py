@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Self
@@ -126,7 +128,23 @@ class _Server(ThreadingHTTPServer):
 
     def __init__(self, address: tuple[str, int], host: FunctionHost) -> None:
         self.function_host = host
+        # Like the Functions Python worker, which runs synchronous invocations in a thread
+        # pool: at most this many at once; connections beyond it wait for a slot.
+        self.invocations = threading.BoundedSemaphore(invocation_threads())
         super().__init__(address, _Handler)
+
+
+def invocation_threads(env: Mapping[str, str] | None = None) -> int:
+    """The Functions Python worker's pool size: ``PYTHON_THREADPOOL_THREAD_COUNT`` if set,
+    else ``ThreadPoolExecutor``'s default, ``min(32, cpus + 4)``."""
+    value = (os.environ if env is None else env).get("PYTHON_THREADPOOL_THREAD_COUNT", "")
+    if value.strip():
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(
+                f"PYTHON_THREADPOOL_THREAD_COUNT must be a positive integer: {value!r}"
+            )
+        return int(value)
+    return min(32, (os.cpu_count() or 1) + 4)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -148,9 +166,10 @@ class _Handler(BaseHTTPRequestHandler):
             request_id = new_request_id()
             response = _json_error(400, error_body("BAD_REQUEST", str(exc), request_id), request_id)
         else:
-            response = self.server.function_host.dispatch(
-                self.command, self.path, list(self.headers.items()), body, self._base_url()
-            )
+            with self.server.invocations:
+                response = self.server.function_host.dispatch(
+                    self.command, self.path, list(self.headers.items()), body, self._base_url()
+                )
         elapsed_ms = (time.perf_counter() - started) * 1000
         rid = response.header("x-request-id") or "-"
         logger.info("%s %s %d %.1fms %s", self.command, self.path, response.status, elapsed_ms, rid)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import os
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
@@ -176,3 +179,41 @@ def test_request_is_logged(server: RunningServer, caplog: pytest.LogCaptureFixtu
         "/v1/things/logme 200" in r.getMessage() and "req_thing" in r.getMessage()
         for r in caplog.records
     )
+
+
+def test_invocation_threads_follow_the_python_worker_setting() -> None:
+    from funchost.server import invocation_threads
+
+    assert invocation_threads({}) == min(32, (os.cpu_count() or 1) + 4)
+    assert invocation_threads({"PYTHON_THREADPOOL_THREAD_COUNT": "3"}) == 3
+    for bad in ("0", "-1", "many"):
+        with pytest.raises(ValueError, match="PYTHON_THREADPOOL_THREAD_COUNT"):
+            invocation_threads({"PYTHON_THREADPOOL_THREAD_COUNT": bad})
+
+
+def test_at_most_the_pool_size_of_invocations_run_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import azure.functions as func
+
+    busy, peak, lock = [0], [0], threading.Lock()
+    slow = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+
+    @slow.route(route="v1/slow", methods=["GET"])
+    def slow_call(req: func.HttpRequest) -> func.HttpResponse:
+        with lock:
+            busy[0] += 1
+            peak[0] = max(peak[0], busy[0])
+        time.sleep(0.05)
+        with lock:
+            busy[0] -= 1
+        return func.HttpResponse("ok")
+
+    monkeypatch.setenv("PYTHON_THREADPOOL_THREAD_COUNT", "2")
+    running = start_in_thread(slow, route_prefix="", run_timers=False)
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            statuses = list(pool.map(lambda _: _request(running, "GET", "/v1/slow")[0], range(8)))
+    finally:
+        running.stop()
+    assert statuses == [200] * 8 and peak[0] == 2
