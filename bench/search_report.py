@@ -187,7 +187,7 @@ def _kinds(sizes: list[dict[str, Any]]) -> str:
         "Postings read: per text query (with or without a filter), the postings the "
         "threshold algorithm read before it could stop (0: a filter field selecting at most "
         "256 events, which are then scored directly). Budget reached: text queries "
-        "stopped by `max_postings` (768) before the answer was proven exact. For those, "
+        "stopped by `max_postings` (512) before the answer was proven exact. For those, "
         "the same query without a budget: answers whose event list differs, and score "
         "recall, the share of returned events scoring at least the exact answer's k-th "
         "(1.0: as good as exact, only ties ordered otherwise)."

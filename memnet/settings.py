@@ -32,7 +32,7 @@ class Settings:
     search_endpoint: str | None = None
     search_index_name: str = "memnet-events"
     search_api_key: str | None = None
-    search_max_postings: int = 768
+    search_max_postings: int = 512
     context_index_ttl_seconds: float = 1.0
     context_semantic_ttl_seconds: float = 30.0
     context_read_workers: int = 8
@@ -58,7 +58,7 @@ class Settings:
             search_endpoint=env.get("MEMNET_SEARCH_ENDPOINT") or None,
             search_index_name=env.get("MEMNET_SEARCH_INDEX", "memnet-events"),
             search_api_key=env.get("MEMNET_SEARCH_API_KEY") or None,
-            search_max_postings=_int(env, "MEMNET_SEARCH_MAX_POSTINGS", 768),
+            search_max_postings=_int(env, "MEMNET_SEARCH_MAX_POSTINGS", 512),
             context_index_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_INDEX_TTL_SECONDS", 1.0),
             context_semantic_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS", 30.0),
             context_read_workers=_int(env, "MEMNET_CONTEXT_READ_WORKERS", 8),

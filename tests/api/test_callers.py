@@ -167,4 +167,4 @@ def test_the_search_budget_setting_reaches_the_index(tmp_path):
     env = {"MEMNET_CALLERS_FILE": "c.json", "MEMNET_DATA_DIR": str(tmp_path)}
     default = search_index(Settings.from_env(env))
     unlimited = search_index(Settings.from_env({**env, "MEMNET_SEARCH_MAX_POSTINGS": "0"}))
-    assert (default._max_postings, unlimited._max_postings) == (768, sys.maxsize)
+    assert (default._max_postings, unlimited._max_postings) == (512, sys.maxsize)

@@ -61,7 +61,7 @@ from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, Stora
 
 BUSY_TIMEOUT_SECONDS = 10.0
 LIST_PAGE = 1000
-MAX_POSTINGS = 768
+MAX_POSTINGS = 512
 TAG_LIST = 4096  # newest first: a project/keyword filter selecting more is probed per event
 CACHE_KIB = 65_536  # page cache per connection, at most
 MMAP_BYTES = 1 << 30  # reads map the file: a ranked search reads pages at random
