@@ -176,3 +176,35 @@ def test_newest_first_probes_a_large_tag_filter_with_the_same_answer(
     listed = index.search(query)
     monkeypatch.setattr(search, "TAG_LIST", 0)  # every tag filter is "large": probed
     assert index.search(query) == listed and len(listed) == 20
+
+
+def test_a_search_reads_one_state_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write landing between a search's reads (the index worker, another process) must
+    not reach it: here the event met in the postings is deleted and another user's event
+    takes its doc_id, which a search reading the file twice would return."""
+    from memnet.adapters.local import search_postings
+
+    def event(user: str, event_id: str, digest: str) -> IndexedEvent:
+        return IndexedEvent(
+            tenant_id="t1", user_id=user, event_id=event_id,
+            timestamp="2026-01-01T00:00:00Z", service_id="svc", source_type="chat",
+            digest=digest,
+        )  # fmt: skip
+
+    path = tmp_path / "search.sqlite3"
+    reader, writer = SqliteSearchIndex(path), SqliteSearchIndex(path)
+    writer.upsert([event("u1", "mine", "alpha notes")])
+    fetch = search_postings.Ranking._fetch
+
+    def fetch_then_write(self: Any, *args: Any) -> Any:
+        rows = fetch(self, *args)
+        if rows:
+            writer.delete("t1", "u1", ["mine"])
+            writer.upsert([event("u2", "theirs", "private beta")])
+        return rows
+
+    monkeypatch.setattr(search_postings.Ranking, "_fetch", fetch_then_write)
+    hits = reader.search(EventQuery(tenant_id="t1", user_id="u1", text="alpha"))
+    assert [h.event_id for h in hits] == ["mine"] and hits[0].score > 0

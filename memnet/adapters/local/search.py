@@ -30,7 +30,8 @@ scripts). FTS5 never sees a query: no MATCH runs, query text is split into words
 (NFKC) before it is analysed, and terms reach SQL only as bound parameters. The
 analyser's version is kept in ``meta``; a change re-derives every event's terms.
 
-Concurrency: a connection per thread and process, WAL, busy timeout, ``BEGIN IMMEDIATE``.
+Concurrency: a connection per thread and process, WAL, busy timeout, ``BEGIN IMMEDIATE``;
+a search's reads share one read transaction, so they see one state of the file.
 """
 
 from __future__ import annotations
@@ -159,22 +160,28 @@ class SqliteSearchIndex:
             return [], SearchStats(0, True)
         with _mapped():
             db = self._db()
-            found = _find_scope(db, query.tenant_id, query.user_id)
-            if found is None:
-                return [], SearchStats(0, True)
-            scope, events = found
-            words = query_words(query.text)
-            terms = list(dict.fromkeys(analyse(db, [(" ".join(words), "")])[0][0]))
-            if not terms:
-                hits = _newest(db, query, scope)
-                return hits, SearchStats(0, True)
-            ranking = Ranking(db, scope, events, terms, query)
-            ranked, stats = ranking.top(query.top_k, self._max_postings)
-            return [
-                EventHit(event_id=r[2], score=-r[0] / search_rank.SCALE**2,
-                         timestamp=iso(_moment(-r[1])))
-                for r in ranked
-            ], stats  # fmt: skip
+            with _transaction(db, "DEFERRED"):  # one snapshot (WAL) for all its reads: a
+                return self._search(db, query)  # write between them could reuse a doc_id
+
+    def _search(
+        self, db: sqlite3.Connection, query: EventQuery
+    ) -> tuple[list[EventHit], SearchStats]:
+        found = _find_scope(db, query.tenant_id, query.user_id)
+        if found is None:
+            return [], SearchStats(0, True)
+        scope, events = found
+        words = query_words(query.text)
+        terms = list(dict.fromkeys(analyse(db, [(" ".join(words), "")])[0][0]))
+        if not terms:
+            hits = _newest(db, query, scope)
+            return hits, SearchStats(0, True)
+        ranking = Ranking(db, scope, events, terms, query)
+        ranked, stats = ranking.top(query.top_k, self._max_postings)
+        return [
+            EventHit(event_id=r[2], score=-r[0] / search_rank.SCALE**2,
+                     timestamp=iso(_moment(-r[1])))
+            for r in ranked
+        ], stats  # fmt: skip
 
     def list_event_ids(
         self, tenant_id: str | None, user_id: str | None = None
@@ -222,8 +229,8 @@ class SqliteSearchIndex:
 
 
 @contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    db.execute("BEGIN IMMEDIATE")
+def _transaction(db: sqlite3.Connection, mode: str = "IMMEDIATE") -> Iterator[None]:
+    db.execute(f"BEGIN {mode}")
     try:
         yield
     except BaseException:
