@@ -11,7 +11,7 @@ import json
 import re
 import secrets
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from memnet.errors import BadRequest
@@ -106,6 +106,10 @@ def parse_timestamp(value: Any, field: str) -> datetime:
         raise _bad(field, "must be an RFC 3339 timestamp") from exc
     if moment.tzinfo is None:
         raise _bad(field, "needs a timezone (Z or +hh:mm)")
+    try:
+        moment.astimezone(UTC)  # stores compare in UTC: 9999-12-31T23:00-05:00 is past 9999
+    except OverflowError as exc:
+        raise _bad(field, "must fall within the years 1-9999 in UTC") from exc
     return moment
 
 

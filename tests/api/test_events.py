@@ -105,6 +105,7 @@ def test_malformed_bodies_are_400_and_store_nothing(
     ("changes", "field"),
     [
         ({"timestamp": "2026-02-14T20:00:00"}, "timestamp"),
+        ({"timestamp": "9999-12-31T23:00:00-05:00"}, "timestamp"),  # past 9999 in UTC
         ({"digest": ""}, "digest"),
         ({"digest": "x" * 4001}, "digest"),
         ({"keywords": ["k"] * 33}, "keywords"),
@@ -213,6 +214,7 @@ def test_hostile_query_text_is_searched_not_executed(client: ApiClient, text: st
         ({"text": 5}, "INVALID_FIELD"),
         ({"time_range": {"from": "yesterday"}}, "INVALID_FIELD"),
         ({"time_range": {"from": "2026-03-02T00:00:00"}}, "INVALID_FIELD"),
+        ({"time_range": {"to": "9999-12-31T23:00:00-05:00"}}, "INVALID_FIELD"),
         (
             {"time_range": {"from": "2026-03-03T00:00:00Z", "to": "2026-03-02T00:00:00Z"}},
             "INVALID_FIELD",
