@@ -102,8 +102,11 @@ class Ranking:
         return [(r, a, d, bool(ok)) for r, a, d, ok in rows]
 
     def _scores(self, doc_ids: list[int]) -> list[tuple[int, int, str, int]]:
-        sql = SCORED.format(f"e.doc_id IN ({','.join('?' * len(doc_ids))})")
-        return self._scored(self._db.execute(sql, doc_ids))
+        """Whole scores of events met in this user's postings; the user is checked again
+        here, as on every statement of a search."""
+        marks = ",".join("?" * len(doc_ids))
+        sql = SCORED.format(f"e.scope_id = ? AND e.doc_id IN ({marks})")
+        return self._scored(self._db.execute(sql, (self._scope, *doc_ids)))
 
     def _scored(self, rows: Iterable[tuple[int, int, str, str]]) -> list[tuple[int, int, str, int]]:
         """Whole scores, summed from each event's ``terms`` JSON: a term's key is ``"term":``
