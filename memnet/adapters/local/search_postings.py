@@ -31,6 +31,7 @@ POSTINGS = """SELECT p.rank, p.age, p.doc_id, {} FROM postings AS p
     WHERE p.scope_id = ? AND p.term = ? {} ORDER BY p.rank, p.age, p.doc_id LIMIT ?"""
 AFTER = "AND (p.rank, p.age, p.doc_id) > (?, ?, ?)"
 PASSES = "EXISTS (SELECT 1 FROM events AS e WHERE e.doc_id = p.doc_id {})"
+MET = "e.doc_id IN ({}) AND +e.scope_id = ?"  # by doc_id, then the user checked per row
 SCORED = "SELECT e.doc_id, e.ts_us, e.event_id, e.terms FROM events AS e WHERE {}"
 
 
@@ -103,10 +104,11 @@ class Ranking:
 
     def _scores(self, doc_ids: list[int]) -> list[tuple[int, int, str, int]]:
         """Whole scores of events met in this user's postings; the user is checked again
-        here, as on every statement of a search."""
+        here, as on every statement of a search (``+``: a check on each row found by its
+        doc_id, never a scan of the user's events through an index on scope_id)."""
         marks = ",".join("?" * len(doc_ids))
-        sql = SCORED.format(f"e.scope_id = ? AND e.doc_id IN ({marks})")
-        return self._scored(self._db.execute(sql, (self._scope, *doc_ids)))
+        sql = SCORED.format(MET.format(marks))
+        return self._scored(self._db.execute(sql, (*doc_ids, self._scope)))
 
     def _scored(self, rows: Iterable[tuple[int, int, str, str]]) -> list[tuple[int, int, str, int]]:
         """Whole scores, summed from each event's ``terms`` JSON: a term's key is ``"term":``
