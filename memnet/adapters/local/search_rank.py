@@ -83,6 +83,44 @@ class _Cursor:
             self.batch = min(MAX_BATCH, self.batch * 2)
         return self.rows[self.next] if self.next < len(self.rows) else None
 
+    def run(self, floor: int, limit: int) -> list[Posting]:
+        """The next postings (at least one, at most ``limit``) while each could add at
+        least ``floor``; the cursor moves past them."""
+        rows, start = self.rows, self.next
+        end, stop = min(len(rows), start + limit), start + 1
+        while stop < end and self.weight * -rows[stop][0] >= floor:
+            stop += 1
+        self.next, self.position = stop, rows[stop - 1][:3]
+        return rows[start:stop]
+
+
+class _Best:
+    """The k best events scored so far (best first), and the events met but not yet
+    scored, which are scored in batches."""
+
+    def __init__(self, k: int, score: Score) -> None:
+        self.k, self.score = k, score
+        self.ranked: list[Ranked] = []
+        self.seen: set[int] = set()
+        self.pending: list[int] = []
+
+    def meet(self, postings: list[Posting]) -> None:
+        for _, _, doc, passes in postings:
+            if passes and doc not in self.seen:
+                self.seen.add(doc)
+                self.pending.append(doc)
+        ranked, pending = len(self.ranked), len(self.pending)
+        if pending >= SCORE_BATCH or ranked < self.k <= ranked + pending:
+            self.flush()
+
+    def flush(self) -> list[Ranked]:
+        if self.pending:
+            scored = self.score(self.pending)
+            self.ranked.extend((-total, -ts, eid, doc) for doc, ts, eid, total in scored)
+            self.ranked.sort()
+            del self.ranked[self.k :], self.pending[:]
+        return self.ranked
+
 
 def top(
     weights: list[int], fetch: Fetch, score: Score, k: int, budget: int
@@ -101,46 +139,21 @@ def top(
     (docs/performance.md measures how often the answer differs).
     """
     cursors = [(i, _Cursor(w, [])) for i, w in enumerate(weights) if w > 0]
-    best: list[Ranked] = []  # the k best so far, best first
-    seen: set[int] = set()
-    pending: list[int] = []
-    read = 0
-
-    def flush() -> None:
-        if pending:
-            scored = score(pending)
-            best.extend((-total, -ts, event_id, doc) for doc, ts, event_id, total in scored)
-            best.sort()
-            del best[k:], pending[:]
-
+    best, read = _Best(k, score), 0
     while True:
         live = [(c.weight * -h[0], c, h) for i, c in cursors if (h := c.head(i, fetch))]
         if not live:
-            flush()
-            return best, True, read
+            return best.flush(), True, read
         bound = sum(gain for gain, _, _ in live)
-        if len(best) == k and _beats(best[-1], bound, min(-h[1] for _, _, h in live)):
-            flush()
-            return best, True, read
+        kth = best.ranked[-1] if len(best.ranked) == k else None
+        if kth and _beats(kth, bound, min(-h[1] for _, _, h in live)):
+            return best.flush(), True, read
         if read >= budget:
-            flush()
-            return best, False, read
+            return best.flush(), False, read
         live.sort(key=lambda entry: entry[0], reverse=True)
-        cursor = live[0][1]
-        floor = live[1][0] if len(live) > 1 else 0
-        rows, start, weight = cursor.rows, cursor.next, cursor.weight
-        end = min(len(rows), start + budget - read)
-        stop = start + 1
-        while stop < end and weight * -rows[stop][0] >= floor:
-            stop += 1
-        for posting in rows[start:stop]:
-            if posting[3] and posting[2] not in seen:
-                seen.add(posting[2])
-                pending.append(posting[2])
-        cursor.next, cursor.position = stop, rows[stop - 1][:3]
-        read += stop - start
-        if len(pending) >= SCORE_BATCH or len(best) < k <= len(best) + len(pending):
-            flush()
+        postings = live[0][1].run(live[1][0] if len(live) > 1 else 0, budget - read)
+        read += len(postings)
+        best.meet(postings)
 
 
 def _beats(kth: Ranked, bound: int, newest_unread_us: int) -> bool:
