@@ -56,7 +56,13 @@ from memnet.adapters.local.search_postings import (
     prepare,
 )
 from memnet.adapters.local.search_terms import field_counts, filters, iso, query_words, utc
-from memnet.adapters.local.search_writes import insert_event, rederive_terms, remove_event
+from memnet.adapters.local.search_writes import (
+    COLUMNS,
+    SCHEMA,
+    insert_event,
+    rederive_terms,
+    remove_event,
+)
 from memnet.adapters.local.sqlite_wal import use_wal
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
 
@@ -72,32 +78,6 @@ TERMS_VERSION = (  # bump when terms or impacts change: every event's terms are 
 )
 _BUSY_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (primary result codes)
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS scopes (scope_id INTEGER PRIMARY KEY,
-        tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, UNIQUE (tenant_id, user_id))""",
-    """CREATE TABLE IF NOT EXISTS events (
-        doc_id INTEGER PRIMARY KEY, scope_id INTEGER NOT NULL, event_id TEXT NOT NULL,
-        ts_us INTEGER NOT NULL, timestamp TEXT NOT NULL, service_id TEXT NOT NULL,
-        source_type TEXT NOT NULL, digest TEXT NOT NULL, keywords TEXT NOT NULL,
-        project_ids TEXT NOT NULL, snapshot_uri TEXT, evidence TEXT,
-        UNIQUE (scope_id, event_id))""",
-    "CREATE INDEX IF NOT EXISTS events_by_time ON events (scope_id, ts_us)",
-    "CREATE INDEX IF NOT EXISTS events_by_service ON events (scope_id, service_id, ts_us)",
-    "CREATE INDEX IF NOT EXISTS events_by_source ON events (scope_id, source_type, ts_us)",
-    """CREATE TABLE IF NOT EXISTS event_tags (scope_id INTEGER NOT NULL, kind TEXT NOT NULL,
-        value TEXT NOT NULL, doc_id INTEGER NOT NULL,
-        PRIMARY KEY (scope_id, kind, value, doc_id)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS postings (scope_id INTEGER NOT NULL, term TEXT NOT NULL,
-        rank INTEGER NOT NULL, age INTEGER NOT NULL, doc_id INTEGER NOT NULL,
-        PRIMARY KEY (scope_id, term, rank, age, doc_id)) WITHOUT ROWID""",
-    """CREATE TABLE IF NOT EXISTS term_docs (scope_id INTEGER NOT NULL, term TEXT NOT NULL,
-        docs INTEGER NOT NULL, PRIMARY KEY (scope_id, term)) WITHOUT ROWID""",
-)
-_COLUMNS = (  # added to files written before the column existed
-    ("scopes", "docs", "INTEGER NOT NULL DEFAULT 0"),
-    ("events", "terms", "TEXT NOT NULL DEFAULT '{}'"),
-)
 _NEWEST = """SELECT e.event_id, e.timestamp, 0.0 FROM events AS e WHERE e.scope_id = ? {}
     ORDER BY e.ts_us DESC, e.event_id DESC LIMIT ?"""
 _PAGE = f"""SELECT event_id FROM events WHERE scope_id = ? AND event_id > ?
@@ -255,9 +235,9 @@ def _mapped() -> Iterator[None]:
 
 def _create_schema(db: sqlite3.Connection) -> None:
     with _transaction(db):
-        for statement in _SCHEMA:
+        for statement in SCHEMA:
             db.execute(statement)
-        for table, column, declaration in _COLUMNS:
+        for table, column, declaration in COLUMNS:
             if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         stored = db.execute("SELECT value FROM meta WHERE key = 'terms'").fetchone()

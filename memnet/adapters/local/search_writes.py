@@ -1,6 +1,7 @@
-"""An event's rows in the embedded search index (:mod:`.search`): the ``events`` row, its
-postings, tags and counts, written and removed together inside the caller's
-transaction, and the re-derivation of every event's terms when the analyser changes."""
+"""An event's rows in the embedded search index (:mod:`.search`): the tables, the
+``events`` row, its postings, tags and counts, written and removed together inside the
+caller's transaction, and the re-derivation of every event's terms when the analyser
+changes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,33 @@ from memnet.adapters.local import search_rank
 from memnet.adapters.local.search_postings import Counts, analyse, post, to_json
 from memnet.adapters.local.search_terms import iso, micros
 from memnet.ports import IndexedEvent
+
+SCHEMA = (  # the tables (docstring of .search)
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS scopes (scope_id INTEGER PRIMARY KEY,
+        tenant_id TEXT NOT NULL, user_id TEXT NOT NULL, UNIQUE (tenant_id, user_id))""",
+    """CREATE TABLE IF NOT EXISTS events (
+        doc_id INTEGER PRIMARY KEY, scope_id INTEGER NOT NULL, event_id TEXT NOT NULL,
+        ts_us INTEGER NOT NULL, timestamp TEXT NOT NULL, service_id TEXT NOT NULL,
+        source_type TEXT NOT NULL, digest TEXT NOT NULL, keywords TEXT NOT NULL,
+        project_ids TEXT NOT NULL, snapshot_uri TEXT, evidence TEXT,
+        UNIQUE (scope_id, event_id))""",
+    "CREATE INDEX IF NOT EXISTS events_by_time ON events (scope_id, ts_us)",
+    "CREATE INDEX IF NOT EXISTS events_by_service ON events (scope_id, service_id, ts_us)",
+    "CREATE INDEX IF NOT EXISTS events_by_source ON events (scope_id, source_type, ts_us)",
+    """CREATE TABLE IF NOT EXISTS event_tags (scope_id INTEGER NOT NULL, kind TEXT NOT NULL,
+        value TEXT NOT NULL, doc_id INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, kind, value, doc_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS postings (scope_id INTEGER NOT NULL, term TEXT NOT NULL,
+        rank INTEGER NOT NULL, age INTEGER NOT NULL, doc_id INTEGER NOT NULL,
+        PRIMARY KEY (scope_id, term, rank, age, doc_id)) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS term_docs (scope_id INTEGER NOT NULL, term TEXT NOT NULL,
+        docs INTEGER NOT NULL, PRIMARY KEY (scope_id, term)) WITHOUT ROWID""",
+)
+COLUMNS = (  # added to files written before the column existed
+    ("scopes", "docs", "INTEGER NOT NULL DEFAULT 0"),
+    ("events", "terms", "TEXT NOT NULL DEFAULT '{}'"),
+)
 
 
 def rederive_terms(db: sqlite3.Connection, version: str) -> None:
