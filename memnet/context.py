@@ -36,7 +36,7 @@ from memnet.context_render import (
     response,
     routing_debug,
 )
-from memnet.documents import StoredDocument
+from memnet.document_model import StoredDocument
 from memnet.layout import DocumentRef
 from memnet.ports import BlobStore
 from memnet.profiles import Binding, Profile, RoutingRules

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from memnet import pointers
-from memnet.documents import StoredDocument
+from memnet.document_model import StoredDocument
 from memnet.layout import DocumentRef
 from memnet.ports import BlobNotFound, BlobStore
 from memnet.profiles import Binding, RoutingRules

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memnet.documents import StoredDocument
+from memnet.document_model import StoredDocument
 from memnet.envelope import char_count, serialise
 from memnet.profiles import Binding
 from memnet.routing import Ranking

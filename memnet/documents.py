@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from memnet.audit import AuditLog, apply_change, change_time, fold, ops_sha256
 from memnet.auth import Caller
 from memnet.clock import iso
+from memnet.document_model import StoredDocument, WriteCommand
 from memnet.envelope import serialise
 from memnet.errors import BadRequest, NotFound, PreconditionFailed, Unprocessable
 from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
@@ -30,39 +30,6 @@ from memnet.profiles import Binding, Profile
 from memnet.registry import ProfileRegistry
 from memnet.revalidation import KnownValid
 from memnet.validation import document_violations, raise_if_any
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    etag: str
-    document: dict[str, Any]
-    data: bytes = b""  # the stored bytes ``document`` was parsed from, if known
-
-
-@dataclass(frozen=True)
-class Precondition:
-    """``If-Match: <etag>`` or, to create, ``If-None-Match: *``."""
-
-    if_match: str | None = None
-    create: bool = False
-
-
-@dataclass(frozen=True)
-class WriteCommand:
-    """A PATCH (``ops``) or PUT (``content``) after parsing; policy is not checked yet."""
-
-    ref: DocumentRef
-    profile_id: str | None
-    binding_id: str | None
-    precondition: Precondition
-    idempotency_key: str
-    fingerprint: str
-    reason: str
-    request_id: str
-    evidence: Any = None
-    confidence: float | None = None
-    ops: list[Op] = field(default_factory=list)
-    content: dict[str, Any] | None = None
 
 
 class DocumentService:

@@ -12,7 +12,7 @@ from memnet.api import parsing
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.auth import Caller
-from memnet.documents import Precondition, StoredDocument, WriteCommand
+from memnet.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.errors import BadRequest
 from memnet.idempotency import Response
 from memnet.patching import parse_ops

@@ -1,0 +1,44 @@
+"""The document capability's data (spec 10.1-10.3): a stored document as read, a write's
+precondition, and a parsed write command; shared by :mod:`memnet.documents`, the API
+layer and context assembly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memnet.layout import DocumentRef
+from memnet.patching import Op
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    etag: str
+    document: dict[str, Any]
+    data: bytes = b""  # the stored bytes ``document`` was parsed from, if known
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """``If-Match: <etag>`` or, to create, ``If-None-Match: *``."""
+
+    if_match: str | None = None
+    create: bool = False
+
+
+@dataclass(frozen=True)
+class WriteCommand:
+    """A PATCH (``ops``) or PUT (``content``) after parsing; policy is not checked yet."""
+
+    ref: DocumentRef
+    profile_id: str | None
+    binding_id: str | None
+    precondition: Precondition
+    idempotency_key: str
+    fingerprint: str
+    reason: str
+    request_id: str
+    evidence: Any = None
+    confidence: float | None = None
+    ops: list[Op] = field(default_factory=list)
+    content: dict[str, Any] | None = None
