@@ -23,13 +23,13 @@ from memnet.errors import BadRequest, NotFound, PreconditionFailed, Unprocessabl
 from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
 from memnet.layout import DocumentRef, audit_name, user_prefix
 from memnet.patching import Op
-from memnet.policy import WriteIntent, denied_changes, plan_ops
+from memnet.policy import Violation, WriteIntent, denied_changes, pending_violations, plan_ops
 from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, StorageError
 from memnet.ports import PreconditionFailed as StoragePreconditionFailed
 from memnet.profiles import Binding, Profile
 from memnet.registry import ProfileRegistry
 from memnet.revalidation import KnownValid
-from memnet.validation import document_violations, raise_if_any
+from memnet.validation import TOO_DEEP, document_violations, raise_if_any
 
 
 class DocumentService:
@@ -120,18 +120,25 @@ class DocumentService:
     def patch(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "write")
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
-        return self._idempotent(cmd, lambda t: self._patch(caller, cmd, profile, binding, t))
+        return self._idempotent(
+            caller, cmd, lambda t: self._patch(caller, cmd, profile, binding, t)
+        )
 
     def replace(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "admin")
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
-        return self._idempotent(cmd, lambda t: self._replace(caller, cmd, profile, binding, t))
+        return self._idempotent(
+            caller, cmd, lambda t: self._replace(caller, cmd, profile, binding, t)
+        )
 
-    def _idempotent(self, cmd: WriteCommand, execute: Callable[[Ticket], Response]) -> Response:
+    def _idempotent(
+        self, caller: Caller, cmd: WriteCommand, execute: Callable[[Ticket], Response]
+    ) -> Response:
         ref = cmd.ref
         outcome = self._idempotency.begin(
             ref.tenant_id,
             ref.user_id,
+            caller.caller_id,
             cmd.idempotency_key,
             cmd.fingerprint,
             lambda change_id: self.committed_response(ref, change_id),
@@ -164,6 +171,8 @@ class DocumentService:
     def _patch(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
     ) -> Response:
+        if any(op.reads() for op in cmd.ops):  # test, copy and move show the document
+            caller.require(cmd.ref.tenant_id, "read")
         current = self._checked_current(cmd)
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence)
         planned = plan_ops(profile, binding, cmd.ops, intent)
@@ -247,7 +256,7 @@ class DocumentService:
             "confidence": cmd.confidence,
             "base": base,
             "request_id": cmd.request_id,
-            "idempotency_key_sha256": key_hash(cmd.idempotency_key),
+            "idempotency_key_sha256": key_hash(caller.caller_id, cmd.idempotency_key),
         }
 
     def _commit(
@@ -263,14 +272,16 @@ class DocumentService:
         patch, so that a document known valid is checked only where they changed it."""
         before = current.document if current else None
         document = apply_change(before, record)
-        text = serialise(document)  # what is stored, and what max_chars counts
+        text = _serialised(document)  # what is stored, and what max_chars counts
+        if current is not None and _same_content(current.document, document):
+            return _response(record, current.etag, current.document, operation="unchanged")
         data = text.encode()
         validator = self._registry.validator(binding)
         known = (
             ops is not None and current is not None and self._valid.holds(current.data, validator)
         )
         found = document_violations(document, binding, validator, len(text), ops if known else None)
-        raise_if_any(found + denied_changes(profile, binding, before or {}, document))
+        raise_if_any(found or _policy_violations(profile, binding, before or {}, document))
         self._valid.add(data, validator)
         self._audit.write(ref, record)
         condition = Condition.match(current.etag) if current else Condition.create_only()
@@ -344,11 +355,36 @@ class OutcomeUnknown(Exception):
         self.error = error
 
 
-def _response(record: dict[str, Any], etag: str, document: dict[str, Any]) -> Response:
+def _response(
+    record: dict[str, Any], etag: str, document: dict[str, Any], operation: str | None = None
+) -> Response:
     body: dict[str, Any] = {"etag": etag, "document": document}
     if record.get("redirected_ops"):
         body["redirected_ops"] = record["redirected_ops"]
+    if operation == "unchanged":
+        body["unchanged"] = True
     return {"status": 201 if record["operation"] == "create" else 200, "body": body}
+
+
+def _serialised(document: dict[str, Any]) -> str:
+    try:
+        return serialise(document)
+    except RecursionError as exc:  # chained ops nested values deeper than the encoder goes
+        raise Unprocessable(TOO_DEEP.message, code=TOO_DEEP.code) from exc
+
+
+def _same_content(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether a write leaves the content as it was (compared as JSON text: ``1`` and
+    ``true`` differ); such a write creates no version (only ``test`` ops, say)."""
+    return serialise(before.get("content")) == serialise(after.get("content"))
+
+
+def _policy_violations(
+    profile: Profile, binding: Binding, before: dict[str, Any], after: dict[str, Any]
+) -> list[Violation]:
+    return denied_changes(profile, binding, before, after) + pending_violations(
+        profile, binding, before, after
+    )
 
 
 def _etag_mismatch(message: str, latest: str | None) -> PreconditionFailed:

@@ -24,6 +24,7 @@ ENVELOPE_FIELDS = (
     "content",
 )
 CONTENT = "content"
+MAX_DOCUMENT_DEPTH = 64  # levels, the envelope object being 1 (as deep as a request body)
 _TEXT_FIELDS = ("doc_id", "created_at", "updated_at", "updated_by", "change_id")
 _FIELD_SET = frozenset(ENVELOPE_FIELDS)
 

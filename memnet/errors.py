@@ -84,6 +84,11 @@ class PayloadTooLarge(MemnetError):
     code = "PAYLOAD_TOO_LARGE"
 
 
+class UnsupportedMediaType(MemnetError):
+    status = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
 class Unavailable(MemnetError):
     status = 503
     code = "DEPENDENCY_UNAVAILABLE"

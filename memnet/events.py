@@ -65,6 +65,7 @@ class EventService:
         outcome = self._idempotency.begin(
             tenant_id,
             user_id,
+            caller.caller_id,
             key,
             fingerprint,
             lambda change_id: self._already_stored(_final(draft, change_id, explicit)),

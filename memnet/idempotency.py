@@ -1,6 +1,6 @@
 """Idempotency keys (spec 10.2; ARCHITECTURE.md "Idempotency").
 
-Scope is (tenant, user, key). The first request claims the key with a create-only
+Scope is (tenant, user, caller, key). The first request claims the key with a create-only
 *pending* record that already names the change id it will write; on success the record
 becomes *complete* and holds the response. A repeat with the same fingerprint gets the
 stored response (checked before the ETag); a different fingerprint gets 409. A pending
@@ -32,8 +32,10 @@ MAX_KEY_CHARS = 255
 _CLAIM_ATTEMPTS = 4
 
 
-def key_hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
+def key_hash(caller_id: str, key: str) -> str:
+    """The stored name of a caller's key: keys are scoped to the caller as well as the
+    tenant and user, so another caller who guesses a key first cannot claim it."""
+    return hashlib.sha256(json.dumps([caller_id, key]).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class IdempotencyStore:
         self,
         tenant_id: str,
         user_id: str,
+        caller_id: str,
         key: str,
         fingerprint: str,
         committed: Callable[[str], Response | None],
@@ -67,7 +70,7 @@ class IdempotencyStore:
 
         ``committed(change_id)`` returns the response of a change that reached its
         document, or None; it settles pending records whose writer died."""
-        name = idempotency_name(tenant_id, user_id, key_hash(key))
+        name = idempotency_name(tenant_id, user_id, key_hash(caller_id, key))
         for _ in range(_CLAIM_ATTEMPTS):
             outcome = self._claim_or_inspect(name, fingerprint, committed)
             if outcome is not None:

@@ -46,6 +46,11 @@ class Op:
     def writes(self) -> bool:
         return self.op != "test"
 
+    def reads(self) -> bool:
+        """Whether the op shows the caller something of the document (``test`` compares
+        with it; ``copy`` and ``move`` take a value from it)."""
+        return self.op in ("test", "copy", "move")
+
 
 def parse_ops(raw: Any) -> list[Op]:
     """Parse a JSON Patch array into :class:`Op` objects or raise 400 naming the op."""
@@ -92,9 +97,14 @@ def _invalid(index: int, reason: str) -> BadRequest:
 
 def apply_ops(document: Any, ops: list[Op]) -> Any:
     """Return a new document with ``ops`` applied in order; the input is not changed."""
-    result = _copy(document)
-    for op in ops:
-        result = _apply_one(result, op)
+    try:
+        result = _copy(document)
+        for op in ops:
+            result = _apply_one(result, op)
+    except RecursionError as exc:  # a document stored before depth was bounded, or a copy
+        raise Unprocessable(  # of a deep value: too deep to work on, not a server error
+            "the document nests too deeply to apply the patch.", code="DOCUMENT_TOO_DEEP"
+        ) from exc
     return result
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 Segments = tuple[str, ...]
@@ -35,21 +37,50 @@ def is_within(segments: Segments, prefix: Segments) -> bool:
 
 def matches_pattern(segments: Segments, pattern: Segments) -> bool:
     """True when ``segments`` lies at or below ``pattern``; ``*`` in the pattern matches any
-    one segment."""
+    one segment. Segments compare as :func:`folded` names, so a denylist rule for
+    ``secrets`` also holds ``Secrets``, ``secrets `` and its full-width spelling."""
     if len(segments) < len(pattern):
         return False
-    return all(p in (WILDCARD, s) for p, s in zip(pattern, segments, strict=False))
+    return all(
+        p == WILDCARD or folded(p) == folded(s) for p, s in zip(pattern, segments, strict=False)
+    )
+
+
+@lru_cache(maxsize=4096)
+def folded(name: str) -> str:
+    """``name`` as a denylist compares it: Unicode compatibility forms folded (NFKC: full
+    width, ligatures), invisible format characters removed (zero-width space and joiners,
+    bidi marks, soft hyphen), case folded and surrounding white space stripped.
+    Look-alike letters of other scripts (Cyrillic dze for ``s``) are not folded."""
+    visible = "".join(c for c in name if unicodedata.category(c) != "Cf")
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", visible).casefold()).strip()
 
 
 def walk(value: Any, base: Segments = ()) -> Iterator[Segments]:
-    """Yield ``base`` and the pointer of every member nested inside ``value``."""
-    yield base
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from walk(item, (*base, str(key)))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from walk(item, (*base, str(index)))
+    """Yield ``base`` and the pointer of every member nested inside ``value``, parents
+    before children (iteratively: no recursion limit on deep values)."""
+    stack = [(value, base)]
+    while stack:
+        node, segments = stack.pop()
+        yield segments
+        if isinstance(node, dict):
+            stack.extend((item, (*segments, str(key))) for key, item in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend((node[i], (*segments, str(i))) for i in reversed(range(len(node))))
+
+
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests deeper than ``limit`` levels (a scalar is one level); stops
+    as soon as it finds a node below the limit."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(node, dict | list):
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def resolve(document: Any, segments: Segments) -> Any:

@@ -8,11 +8,12 @@ violation is collected with its op index and path and reported together.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from memnet import pointers
-from memnet.envelope import CONTENT
+from memnet.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
 from memnet.patching import Op
 from memnet.pointers import Segments
 from memnet.profiles import Binding, Profile
@@ -67,12 +68,32 @@ def plan_ops(profile: Profile, binding: Binding, ops: list[Op], intent: WriteInt
             )
         )
         return planned
+    planned.violations.extend(_oversized(binding, ops))
+    if planned.violations:
+        return planned  # before any walk over the values
     for op in ops:
         problems = _path_violations(profile, binding, op)
         planned.violations.extend(problems)
         if not problems:
             _gate(profile, binding, op, intent, planned)
     return planned
+
+
+def _oversized(binding: Binding, ops: list[Op]) -> list[Violation]:
+    """Ops whose value alone is larger than the whole document may be, or nests deeper
+    than a document may: refused before anything walks or applies them (the body limit
+    lets one value hold hundreds of thousands of items)."""
+    found = []
+    for op in ops:
+        if op.op in ("add", "replace") and char_count(op.value) > binding.max_chars:
+            message = f"the value alone exceeds the binding's {binding.max_chars} chars."
+            found.append(Violation("MAX_CHARS_EXCEEDED", message, op.index, op.path))
+        elif op.op in ("add", "replace") and pointers.depth_exceeds(
+            op.value, MAX_DOCUMENT_DEPTH - len(op.segments)
+        ):
+            message = f"the document would nest deeper than {MAX_DOCUMENT_DEPTH} levels."
+            found.append(Violation("DOCUMENT_TOO_DEEP", message, op.index, op.path))
+    return found
 
 
 def _path_violations(profile: Profile, binding: Binding, op: Op) -> list[Violation]:
@@ -156,19 +177,89 @@ def _durable_touch(profile: Profile, binding: Binding, op: Op) -> str | None:
 
 def denied_changes(profile: Profile, binding: Binding, before: Any, after: Any) -> list[Violation]:
     """Denylisted fields that the write creates or changes, wherever the value came from
-    (an op's value, or a ``copy``/``move`` of existing data)."""
+    (an op's value, or a ``copy``/``move`` of existing data), including inside the
+    ``candidate`` of a pending item, which counts as written at its ``target_path``."""
     patterns = profile.denied_paths.get(binding.binding_id, ())
     old = before.get(CONTENT, {}) if isinstance(before, dict) else {}
+    new = after[CONTENT]
     found = []
-    for segments in pointers.walk(after.get(CONTENT, {})) if patterns else ():
-        if any(pointers.matches_pattern(segments, p) for p in patterns) and _changed(
-            old, after[CONTENT], segments
+    for segments, placed in _placed(new, _pending(profile, binding)) if patterns else ():
+        if any(pointers.matches_pattern(placed, p) for p in patterns) and _changed(
+            old, new, segments
         ):
             path = pointers.render((CONTENT, *segments))
             found.append(
                 Violation("DENIED_PATH", "this field is denylisted by the profile.", path=path)
             )
     return found
+
+
+def _pending(profile: Profile, binding: Binding) -> Segments | None:
+    return profile.confidence.pending_sections.get(binding.binding_id)
+
+
+def _placed(content: Any, pending: Segments | None) -> Iterator[tuple[Segments, Segments]]:
+    """Every member of ``content`` with the path it is checked at: its own, and for what
+    a pending item's ``candidate`` holds, the item's ``target_path`` too."""
+    for segments in pointers.walk(content):
+        yield segments, segments
+    for index, target, candidate in _proposals(content, pending):
+        base = (*(pending or ()), str(index), "candidate")
+        for inner in pointers.walk(candidate):
+            yield (*base, *inner), (*target, *inner)
+
+
+def _proposals(content: Any, pending: Segments | None) -> Iterator[tuple[int, Segments, Any]]:
+    """``(index, target, candidate)`` of each pending item whose target_path parses."""
+    for index, item in enumerate(_array_at(content, pending) if pending is not None else []):
+        target = _target(item)
+        if target is not None:
+            yield index, target, item.get("candidate")
+
+
+def _target(item: Any) -> Segments | None:
+    """The parsed ``target_path`` of a pending item, or None."""
+    target = item.get("target_path") if isinstance(item, dict) else None
+    try:
+        return pointers.parse(target) if isinstance(target, str) else None
+    except ValueError:
+        return None
+
+
+def pending_violations(
+    profile: Profile, binding: Binding, before: Any, after: Any
+) -> list[Violation]:
+    """A pending item that the write adds or changes proposes a write: its
+    ``target_path`` must be a path the binding lets ops write."""
+    pending = _pending(profile, binding)
+    old = before.get(CONTENT, {}) if isinstance(before, dict) else {}
+    new = after[CONTENT]
+    rules = profile.writable_paths.get(binding.binding_id, ())
+    found = []
+    for index, item in enumerate(_array_at(new, pending) if pending is not None else []):
+        segments = (*(pending or ()), str(index))
+        if _changed(old, new, segments) and not _writable_target(item, rules):
+            found.append(
+                Violation(
+                    "PENDING_TARGET_NOT_WRITABLE",
+                    "a pending item's target_path must be a path this binding lets ops write.",
+                    path=pointers.render((CONTENT, *segments, "target_path")),
+                )
+            )
+    return found
+
+
+def _writable_target(item: Any, rules: tuple[Segments, ...]) -> bool:
+    target = _target(item)
+    return target is not None and any(pointers.is_within(target, r) for r in rules)
+
+
+def _array_at(content: Any, segments: Segments) -> list[Any]:
+    try:
+        found = pointers.resolve(content, segments)
+    except KeyError:
+        return []
+    return found if isinstance(found, list) else []
 
 
 def _changed(old: Any, new: Any, segments: Segments) -> bool:

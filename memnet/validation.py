@@ -4,13 +4,14 @@ JSON Schema of the whole document, ``max_chars`` and the binding's array limits.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from itertools import islice
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.protocols import Validator
 
 from memnet import pointers
-from memnet.envelope import CONTENT, char_count, envelope_holds
+from memnet.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count, envelope_holds
 from memnet.errors import Unprocessable
 from memnet.patching import Op
 from memnet.policy import Violation
@@ -27,12 +28,23 @@ def document_violations(
     size: int | None = None,
     patched: list[Op] | None = None,
 ) -> list[Violation]:
-    """Every reason ``document`` may not be stored under ``binding`` (empty if none);
+    """The reasons ``document`` may not be stored under ``binding`` (empty if none), at
+    most MAX_REPORTED. Cheapest first, stopping at the first kind that finds any: size
+    and array limits, then depth, then JSON Schema, whose errors are taken lazily (a
+    schema check of a value with 500,000 bad items stops at the 20th).
     ``size``: its :func:`~memnet.envelope.char_count`, if the caller has it already;
     ``patched``: the ops that made it from a document known to be valid, if it was."""
-    found = list(_schema_violations(document, validator, patched))
-    found += list(_limit_violations(document, binding, size))
+    found = list(_limit_violations(document, binding, size))
+    if not found and pointers.depth_exceeds(document, MAX_DOCUMENT_DEPTH):
+        found = [TOO_DEEP]
+    if not found:
+        found = list(islice(_schema_violations(document, validator, patched), MAX_REPORTED))
     return found[:MAX_REPORTED]
+
+
+TOO_DEEP = Violation(
+    "DOCUMENT_TOO_DEEP", f"the document would nest deeper than {MAX_DOCUMENT_DEPTH} levels."
+)
 
 
 def _schema_violations(

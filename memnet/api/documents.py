@@ -68,7 +68,7 @@ def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
     if "ops" not in body:
         raise_missing("ops")
     command = _with(command, ops=parse_ops(body["ops"]))
-    return _render(bootstrap.services().documents.patch(caller, command))
+    return _render(bootstrap.services().documents.patch(caller, command), caller)
 
 
 @endpoint
@@ -79,7 +79,7 @@ def put_document(request: ApiRequest, request_id: str) -> ApiResponse:
     if not isinstance(body.get("content"), dict):
         raise_missing("content")
     command = _with(command, content=body["content"])
-    return _render(bootstrap.services().documents.replace(caller, command))
+    return _render(bootstrap.services().documents.replace(caller, command), caller)
 
 
 def _command(
@@ -115,8 +115,11 @@ def _limit() -> int:
     return bootstrap.services().settings.max_body_bytes
 
 
-def _render(response: Response) -> ApiResponse:
+def _render(response: Response, caller: Caller) -> ApiResponse:
+    """The write's response; a caller without the ``read`` role gets no document."""
     body = response["body"]
+    if "read" not in caller.roles:
+        body = {k: v for k, v in body.items() if k != "document"}
     headers = {"ETag": body["etag"]}
     if response.get("replayed"):
         headers["Idempotent-Replayed"] = "true"

@@ -7,19 +7,28 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from memnet.api.http import ApiRequest
 from memnet.envelope import canonical
-from memnet.errors import BadRequest, Forbidden, PayloadTooLarge, PreconditionRequired
+from memnet.errors import (
+    BadRequest,
+    Forbidden,
+    PayloadTooLarge,
+    PreconditionRequired,
+    UnsupportedMediaType,
+)
 from memnet.identifiers import check_document_path, check_identifier
 from memnet.layout import DocumentRef
+from memnet.pointers import depth_exceeds
 
 MAX_EVIDENCE_CHARS = 4096
 MAX_DEPTH = 64
 REASONS = frozenset({"live_update", "replay_update", "admin_migration"})
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
+_JSON_MEDIA = re.compile(r"application/(?:[A-Za-z0-9.!#$&^_-]+\+)?json", re.IGNORECASE)
 _ETAG = re.compile(r'(W/)?"[\x21\x23-\x7e]{1,200}"')
 
 
@@ -27,7 +36,7 @@ def json_body(request: ApiRequest, limit: int, allowed: frozenset[str] | None) -
     """The body as a JSON object with only ``allowed`` members (None: any)."""
     if len(request.body) > limit:
         raise PayloadTooLarge(f"Body exceeds {limit} bytes.", limit=limit)
-    body = _parse(request.body)
+    body = _parse(_utf8_json(request))
     if not isinstance(body, dict):
         raise BadRequest("Body must be a JSON object.", code="MALFORMED_JSON")
     if allowed is None:
@@ -43,25 +52,63 @@ def json_body(request: ApiRequest, limit: int, allowed: frozenset[str] | None) -
     return body
 
 
-def _parse(raw: bytes) -> Any:
-    """Strict JSON: no NaN/Infinity, no lone surrogates, nesting at most MAX_DEPTH."""
+def _utf8_json(request: ApiRequest) -> str:
+    """The body as text: a non-empty body must be ``application/json`` (or ``+json``) in
+    UTF-8 without a byte order mark (RFC 8259 section 8.1), else 415."""
+    if not request.body:
+        return ""
+    media, _, parameters = (request.header("content-type") or "").partition(";")
+    charset = _charset(parameters)
+    if not _JSON_MEDIA.fullmatch(media.strip()) or charset not in (None, "utf-8", "utf8"):
+        raise UnsupportedMediaType(
+            "Body must be JSON in UTF-8 (Content-Type: application/json).",
+            content_type=(request.header("content-type") or "")[:100],
+        )
     try:
-        body = json.loads(raw or b"null", parse_constant=_refuse, parse_float=_finite)
-        if _may_hold_surrogates(raw):
-            json.dumps(body, ensure_ascii=False).encode()  # lone surrogates cannot be stored
+        text = request.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnsupportedMediaType(f"Body is not UTF-8: byte {exc.start}.") from exc
+    if text.startswith("\ufeff"):
+        raise UnsupportedMediaType("Body starts with a byte order mark; send plain UTF-8.")
+    return text
+
+
+def _charset(parameters: str) -> str | None:
+    for parameter in parameters.split(";"):
+        name, _, value = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip('"').lower()
+    return None
+
+
+def _parse(text: str) -> Any:
+    """Strict JSON: no NaN/Infinity, no lone surrogates, no duplicate member names,
+    nesting at most MAX_DEPTH."""
+    try:
+        body = json.loads(
+            text or "null",
+            parse_constant=_refuse,
+            parse_float=_finite,
+            object_pairs_hook=_unique_members,
+        )
+        if "\\ud" in text or "\\uD" in text:  # an escape may have made a lone surrogate,
+            json.dumps(body, ensure_ascii=False).encode()  # which cannot be stored
     except (ValueError, UnicodeError, RecursionError) as exc:
         raise BadRequest(f"Body is not valid JSON: {_reason(exc)}", code="MALFORMED_JSON") from exc
-    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH and _depth(body) > MAX_DEPTH:
+    if text.count("[") + text.count("{") > MAX_DEPTH and depth_exceeds(body, MAX_DEPTH):
         raise BadRequest(f"Body nests deeper than {MAX_DEPTH} levels.", code="MALFORMED_JSON")
     return body
 
 
-def _may_hold_surrogates(raw: bytes) -> bool:
-    """Whether ``json.loads`` may have produced a surrogate: from a ``\\uD800``-``\\uDFFF``
-    escape, from bytes ED A0-BF (it decodes with ``surrogatepass``; ED also starts other
-    characters, which are then checked needlessly), or in UTF-16/32 (NUL in the first
-    bytes). Otherwise the full check is skipped."""
-    return b"\\ud" in raw or b"\\uD" in raw or b"\xed" in raw or b"\x00" in raw[:4]
+def _unique_members(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose member names are unique (RFC 8259 "SHOULD"; last-wins parsing
+    would let two readers of one body see different values)."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        counts = Counter(name for name, _ in pairs)
+        name = next(name for name, count in counts.items() if count > 1)
+        raise ValueError(f"duplicate member name {name[:50]!r}")
+    return found
 
 
 def _refuse(constant: str) -> float:
@@ -79,17 +126,6 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, RecursionError):
         return "nesting too deep"
     return str(exc).encode("ascii", "backslashreplace").decode()[:200]
-
-
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if depth <= MAX_DEPTH and isinstance(node, dict | list):
-            children = node.values() if isinstance(node, dict) else node
-            stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def document_ref(request: ApiRequest, path: str) -> DocumentRef:

@@ -146,6 +146,13 @@ def test_health_needs_no_key_and_names_backends(client: ApiClient, services: Ser
     assert reply.data["profiles"] == ["project-copilot-v1"]
 
 
+def test_health_shows_no_storage_paths(client: ApiClient, services: Services):
+    reply = client.as_key(None).request("GET", "/v1/health")
+    text = reply.body.decode()
+    assert str(services.settings.data_dir) not in text
+    assert str(services.settings.data_dir.resolve()) not in text
+
+
 @pytest.mark.parametrize(
     "raw",
     [

@@ -68,7 +68,7 @@ class FileBlobStore:
         self._keeper: EtagKeeper | None = None
 
     def describe(self) -> str:
-        return f"local files at {self._content}"
+        return "local files"  # no path: health is unauthenticated
 
     @property
     def etags(self) -> EtagKeeper:

@@ -62,7 +62,7 @@ class SqliteQueue:
         self._ready = False
 
     def describe(self) -> str:
-        return f"sqlite queue at {self._path}"
+        return "sqlite queue"  # no path: health is unauthenticated
 
     def send(self, queue: str, body: str, *, delay_seconds: int = 0) -> str:
         """Enqueue ``body`` (visible after ``delay_seconds``); return the message id."""

@@ -101,7 +101,7 @@ class SqliteSearchIndex:
         self._ready_lock = threading.Lock()
 
     def describe(self) -> str:
-        return f"sqlite search index (impact-ordered BM25) {self._path}"
+        return "sqlite search index (impact-ordered BM25)"  # no path (health)
 
     def upsert(self, events: list[IndexedEvent]) -> None:
         """Insert or replace by (tenant, user, event_id), all in one transaction."""

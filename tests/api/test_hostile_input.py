@@ -1,0 +1,299 @@
+"""Issue 8: what hostile testing broke, through the real functions directly and over HTTP.
+
+Each test names the class it guards: work bounded per request (cheap checks first, the
+first errors only), depth of the stored document, what a write-only caller learns, how
+denylisted names compare, what a body must be, and whose idempotency key is whose.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memnet import bootstrap
+from memnet.adapters.local.apikeys import hash_key
+from tests.api.test_documents import PREF, create, patch
+from tests.clients import ApiClient, DirectClient, HttpClient
+from tests.conftest import ADMIN_KEY, doc_url, make_settings
+
+PROJECT = doc_url("projects/alpha.json")
+MIB = 1_048_576
+
+
+def _compact(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _timed_patch(client: ApiClient, etag: str, raw: bytes, key: str) -> tuple[int, float]:
+    started = time.perf_counter()
+    reply = client.request(
+        "PATCH", doc_url(), raw=raw, headers={"If-Match": etag, "Idempotency-Key": key}
+    )
+    return reply.status, time.perf_counter() - started
+
+
+# --- 1. work per request is bounded ------------------------------------------------------
+
+HUGE_BODIES = {
+    "array of 500,000 values": {
+        "ops": [{"op": "replace", "path": "/content/preferences", "value": [1] * 500_000}]
+    },
+    "25 ops of 20,000 values": {
+        "ops": [{"op": "add", "path": PREF, "value": [0] * 20_000} for _ in range(25)]
+    },
+    "object of 60,000 members": {
+        "ops": [{"op": "add", "path": PREF, "value": {f"k{i}": 0 for i in range(60_000)}}]
+    },
+    "one string of 1,000,000 chars": {"ops": [{"op": "add", "path": PREF, "value": "x" * 10**6}]},
+    "a test op of 500,000 values": {
+        "ops": [{"op": "test", "path": "/content/preferences", "value": [1] * 500_000}]
+    },
+    "18,000 small ops": {"ops": [{"op": "add", "path": PREF, "value": "x"}] * 18_000},
+}
+
+
+@pytest.mark.parametrize("shape", list(HUGE_BODIES))
+def test_a_one_mib_patch_of_any_shape_is_refused_well_under_a_second(client: ApiClient, shape: str):
+    etag = create(client).data["etag"]
+    raw = _compact(HUGE_BODIES[shape])
+    assert 0.6 * MIB < len(raw) <= MIB
+    status, seconds = _timed_patch(client, etag, raw, "huge")
+    assert status == 422 and seconds < 0.5, (status, seconds)
+    assert client.request("GET", doc_url()).data["etag"] == etag
+
+
+def test_schema_errors_stop_at_the_reported_twenty(client: ApiClient):
+    etag = create(client).data["etag"]
+    bad = [{"op": "add", "path": PREF, "value": 7} for _ in range(22)]  # 22 type errors
+    reply = patch(client, etag, bad, "bad")
+    assert reply.status == 422 and reply.error_code == "SCHEMA_VIOLATION"
+    assert len(reply.data["error"]["details"]["violations"]) == 20
+
+
+def test_size_and_array_limits_are_reported_without_schema_errors(client: ApiClient):
+    etag = create(client).data["etag"]
+    ops = [{"op": "add", "path": PREF, "value": 7} for _ in range(25)]  # 26 > 24, and not str
+    reply = patch(client, etag, ops, "limits")
+    assert reply.error_code == "ARRAY_LIMIT_EXCEEDED"
+    codes = {v["code"] for v in reply.data["error"]["details"]["violations"]}
+    assert codes == {"ARRAY_LIMIT_EXCEEDED"}
+
+
+# --- 3. depth of the stored document -----------------------------------------------------
+
+
+def _nested(levels: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(levels):
+        value = {"n": value}
+    return value
+
+
+def test_chained_ops_cannot_build_a_document_deeper_than_64_levels(client: ApiClient):
+    etag = create(client).data["etag"]
+    ops = [{"op": "add", "path": "/content/pending_confirmations/-", "value": _pending(50)}]
+    ops += [
+        {
+            "op": "add",
+            "path": "/content/pending_confirmations/0/candidate" + "/n" * (49 * i) + "/n",
+            "value": _nested(49),
+        }
+        for i in range(1, 25)
+    ]
+    reply = patch(client, etag, ops, "deep")
+    assert reply.status == 422 and reply.error_code == "DOCUMENT_TOO_DEEP"
+    assert client.request("GET", doc_url()).data["etag"] == etag
+
+
+def test_repeated_patches_into_a_pending_candidate_stop_at_the_depth_limit(client: ApiClient):
+    etag = create(client).data["etag"]
+    first = patch(client, etag, [{"op": "add", "path": "/content/pending_confirmations/-",
+                                  "value": _pending(50)}], "p0")  # fmt: skip
+    assert first.status == 200
+    deeper = "/content/pending_confirmations/0/candidate" + "/n" * 50
+    reply = patch(client, first.data["etag"], [{"op": "add", "path": deeper,
+                                                 "value": _nested(30)}], "p1")  # fmt: skip
+    assert reply.status == 422 and reply.error_code == "DOCUMENT_TOO_DEEP"
+    again = patch(client, first.data["etag"], [{"op": "add", "path": PREF, "value": "ok"}], "p2")
+    assert again.status == 200  # the document stays patchable
+
+
+def _pending(levels: int) -> dict[str, Any]:
+    return {
+        "candidate": _nested(levels),
+        "target_path": "/durable_facts/-",
+        "proposed_at": "2026-11-24T10:00:00Z",
+    }
+
+
+# --- 5. a write-only caller learns nothing of the document -------------------------------
+
+WRITE_ONLY = {
+    "caller_id": "blind-writer",
+    "key_sha256": hash_key("blind-key"),
+    "tenants": ["t1"],
+    "profiles": ["project-copilot-v1"],
+    "roles": ["write"],
+}
+
+
+@pytest.fixture(params=["direct", "http"])
+def blind(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ApiClient]:
+    callers = json.loads((Path(__file__).parents[2] / "callers.dev.json").read_text())
+    callers["callers"].append(WRITE_ONLY)
+    path = tmp_path / "callers.json"
+    path.write_text(json.dumps(callers))
+    bootstrap.install(bootstrap.build(make_settings(tmp_path / "data", callers_file=path)))
+    if request.param == "direct":
+        yield DirectClient("blind-key")
+    else:
+        yield HttpClient(request.getfixturevalue("http_server"), "blind-key")
+    bootstrap.install(None)
+
+
+def test_a_write_only_caller_gets_the_etag_but_not_the_document(blind: ApiClient):
+    reply = create(blind)
+    assert reply.status == 201 and set(reply.data) == {"etag"}
+    again = create(blind)  # the replayed response is shaped the same way
+    assert again.headers["idempotent-replayed"] == "true" and set(again.data) == {"etag"}
+    assert blind.as_key(ADMIN_KEY).request("GET", doc_url()).data["etag"] == reply.data["etag"]
+
+
+@pytest.mark.parametrize("op", ["test", "copy", "move"])
+def test_a_write_only_caller_may_not_send_ops_that_read(blind: ApiClient, op: str):
+    etag = create(blind).data["etag"]
+    reading = {"op": op, "path": "/content/preferences/0"}
+    reading |= {"value": "Be brief."} if op == "test" else {"from": "/content/preferences/0"}
+    reply = patch(blind, etag, [reading], "oracle")
+    assert reply.status == 403 and reply.error_code == "ROLE_FORBIDDEN"
+
+
+def test_a_patch_that_changes_nothing_creates_no_version(client: ApiClient):
+    created = create(client).data
+    unchanged = [
+        {"op": "test", "path": "/content/preferences/0", "value": "Be brief."},
+        {"op": "replace", "path": "/content/preferences/0", "value": "Be brief."},
+    ]
+    reply = patch(client, created["etag"], unchanged, "noop")
+    assert reply.status == 200 and reply.data["unchanged"] is True
+    assert reply.data["etag"] == created["etag"]
+    history = client.request("GET", doc_url() + ":history").data["changes"]
+    assert len(history) == 1
+
+
+def test_a_change_of_type_alone_is_a_change(client: ApiClient):
+    etag = create(client, ops=[{"op": "add", "path": PREF, "value": {"text": "a"}}]).data["etag"]
+    reply = patch(client, etag, [{"op": "add", "path": "/content/preferences/0/topic",
+                                  "value": "b"}], "typed")  # fmt: skip
+    assert reply.status == 200 and "unchanged" not in reply.data
+
+
+# --- 6. denylisted names compare normalised, also inside pending candidates ---------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Secrets",
+        "SECRETS",
+        "secrets ",
+        "secret\u200bs",
+        "\uff53\uff45\uff43\uff52\uff45\uff54\uff53",
+    ],
+)
+def test_denylisted_names_compare_normalised(client: ApiClient, name: str):
+    reply = client.request(
+        "PATCH",
+        PROJECT,
+        {"ops": [{"op": "add", "path": "/content/facets/" + name, "value": "hunter2"}]},
+        {"If-None-Match": "*", "Idempotency-Key": "deny"},
+    )
+    assert reply.status == 422 and reply.error_code == "DENIED_PATH", reply.data
+    assert client.request("GET", PROJECT).status == 404
+
+
+def test_credentials_cannot_hide_in_a_pending_candidate(client: ApiClient):
+    etag = create(client).data["etag"]
+    item = _pending(0) | {"candidate": {"fact": "x", "Credentials": "hunter2"}}
+    reply = patch(client, etag, [{"op": "add", "path": "/content/pending_confirmations/-",
+                                  "value": item}], "hide")  # fmt: skip
+    assert reply.status == 422 and reply.error_code == "DENIED_PATH"
+    assert reply.data["error"]["details"]["violations"][0]["path"] == (
+        "/content/pending_confirmations/0/candidate/Credentials"
+    )
+
+
+def test_a_redirected_value_keeps_the_denylist(client: ApiClient):
+    etag = create(client).data["etag"]
+    fact = {
+        "fact": "x",
+        "confidence": 0.5,
+        "evidence": {},
+        "last_verified_at": "2026-11-24T10:00:00Z",
+    }
+    reply = patch(client, etag, [{"op": "add", "path": "/content/durable_facts/-",
+                                  "value": fact | {"credentials\u200b": "k"}}],
+                  "redirect", confidence=0.5)  # fmt: skip
+    assert reply.status == 422 and reply.error_code == "DENIED_PATH"
+
+
+def test_a_pending_item_must_propose_a_writable_path(client: ApiClient):
+    etag = create(client).data["etag"]
+    item = _pending(0) | {"target_path": "/nowhere"}
+    reply = patch(client, etag, [{"op": "add", "path": "/content/pending_confirmations/-",
+                                  "value": item}], "nowhere")  # fmt: skip
+    assert reply.status == 422 and reply.error_code == "PENDING_TARGET_NOT_WRITABLE"
+
+
+# --- tightening: bodies, idempotency scope ------------------------------------------------
+
+DUPLICATE_IN_OP = b'{"ops": [{"op": "test", "path": "/content", "path": "/x", "value": 1}]}'
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type", "status", "code"),
+    [
+        (b'{"ops": [], "ops": []}', "application/json", 400, "MALFORMED_JSON"),
+        (DUPLICATE_IN_OP, "application/json", 400, "MALFORMED_JSON"),
+        ('{"ops": []}'.encode("utf-16"), "application/json", 415, "UNSUPPORTED_MEDIA_TYPE"),
+        ('{"ops": []}'.encode("utf-32"), "application/json", 415, "UNSUPPORTED_MEDIA_TYPE"),
+        (b'\xef\xbb\xbf{"ops": []}', "application/json", 415, "UNSUPPORTED_MEDIA_TYPE"),
+        (b'{"ops": []}', "text/plain", 415, "UNSUPPORTED_MEDIA_TYPE"),
+        (b'{"ops": []}', "application/x-www-form-urlencoded", 415, "UNSUPPORTED_MEDIA_TYPE"),
+        (b'{"ops": []}', "application/json; charset=latin-1", 415, "UNSUPPORTED_MEDIA_TYPE"),
+        (b'{"ops": []}', "", 415, "UNSUPPORTED_MEDIA_TYPE"),
+    ],
+)
+def test_bodies_must_be_json_in_utf8_with_unique_member_names(
+    client: ApiClient, raw: bytes, content_type: str, status: int, code: str
+):
+    headers = {"If-None-Match": "*", "Idempotency-Key": "body", "Content-Type": content_type}
+    reply = client.request("PATCH", doc_url(), raw=raw, headers=headers)
+    assert (reply.status, reply.error_code) == (status, code), reply.data
+    assert client.request("GET", doc_url()).status == 404
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json; charset=UTF-8", "application/merge+json"]
+)
+def test_json_media_types_with_utf8_are_accepted(client: ApiClient, content_type: str):
+    headers = {"If-None-Match": "*", "Idempotency-Key": "ok", "Content-Type": content_type}
+    reply = client.request("PATCH", doc_url(), raw=b'{"ops": []}', headers=headers)
+    assert reply.status == 201
+
+
+def test_another_caller_who_uses_the_same_key_first_does_not_block_the_victim(
+    client: ApiClient,
+):
+    admin = client.as_key(ADMIN_KEY)
+    first = create(admin, key="shared-key", ops=[])
+    assert first.status == 201
+    etag = first.data["etag"]
+    victim = patch(client, etag, [{"op": "add", "path": PREF, "value": "mine"}], "shared-key")
+    assert victim.status == 200 and "idempotent-replayed" not in victim.headers
+    assert victim.data["document"]["content"]["preferences"] == ["mine"]
