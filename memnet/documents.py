@@ -22,13 +22,11 @@ from memnet.envelope import serialise
 from memnet.errors import BadRequest, NotFound, PreconditionFailed, Unprocessable
 from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
 from memnet.layout import DocumentRef, audit_name, user_prefix
-from memnet.patching import Op
 from memnet.policy import Violation, WriteIntent, denied_changes, pending_violations, plan_ops
 from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, StorageError
 from memnet.ports import PreconditionFailed as StoragePreconditionFailed
 from memnet.profiles import Binding, Profile
 from memnet.registry import ProfileRegistry
-from memnet.revalidation import KnownValid
 from memnet.validation import TOO_DEEP, document_violations, raise_if_any
 
 
@@ -43,7 +41,6 @@ class DocumentService:
     ) -> None:
         self._blobs, self._registry, self._audit = blobs, registry, audit
         self._idempotency, self._clock = idempotency, clock
-        self._valid = KnownValid()  # stored bytes that passed validation (see revalidation)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -189,7 +186,7 @@ class DocumentService:
             base,
         )
         record["redirected_ops"] = planned.redirected
-        return self._commit(cmd.ref, profile, binding, current, record, planned.ops)
+        return self._commit(cmd.ref, profile, binding, current, record)
 
     def _replace(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
@@ -266,27 +263,20 @@ class DocumentService:
         binding: Binding,
         current: StoredDocument | None,
         record: dict[str, Any],
-        ops: list[Op] | None = None,
     ) -> Response:
-        """Validate, then write the audit record and the document. ``ops``: the ops of a
-        patch, so that a document known valid is checked only where they changed it."""
+        """Validate, then write the audit record and the document."""
         before = current.document if current else None
         document = apply_change(before, record)
         text = _serialised(document)  # what is stored, and what max_chars counts
         if current is not None and _same_content(current.document, document):
             return _response(record, current.etag, current.document, operation="unchanged")
-        data = text.encode()
         validator = self._registry.validator(binding)
-        known = (
-            ops is not None and current is not None and self._valid.holds(current.data, validator)
-        )
-        found = document_violations(document, binding, validator, len(text), ops if known else None)
+        found = document_violations(document, binding, validator, len(text))
         raise_if_any(found or _policy_violations(profile, binding, before or {}, document))
-        self._valid.add(data, validator)
         self._audit.write(ref, record)
         condition = Condition.match(current.etag) if current else Condition.create_only()
         try:
-            etag = self._blobs.write(ref.blob_name, data, condition)
+            etag = self._blobs.write(ref.blob_name, text.encode(), condition)
         except StoragePreconditionFailed as exc:
             return self._lost_race(ref, record, exc)
         except StorageError as exc:

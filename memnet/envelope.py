@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from memnet.profiles import Binding
@@ -25,8 +24,6 @@ ENVELOPE_FIELDS = (
 )
 CONTENT = "content"
 MAX_DOCUMENT_DEPTH = 64  # levels, the envelope object being 1 (as deep as a request body)
-_TEXT_FIELDS = ("doc_id", "created_at", "updated_at", "updated_by", "change_id")
-_FIELD_SET = frozenset(ENVELOPE_FIELDS)
 
 
 def envelope_schema(schema_id: str, schema_version: str, content_ref: str) -> dict[str, Any]:
@@ -48,19 +45,6 @@ def envelope_schema(schema_id: str, schema_version: str, content_ref: str) -> di
             "content": {"$ref": content_ref},
         },
     }
-
-
-def envelope_holds(document: Any, schema: Mapping[str, Any]) -> bool:
-    """Whether ``document`` meets every keyword of ``schema`` (an :func:`envelope_schema`)
-    but ``content``'s $ref: the same checks in plain Python, so a validator can check
-    the content on its own (tests/unit/test_envelope_fast_path.py holds them equal)."""
-    if not isinstance(document, dict) or document.keys() != _FIELD_SET:
-        return False
-    properties = schema["properties"]
-    return all(isinstance(document[f], str) and document[f] for f in _TEXT_FIELDS) and all(
-        isinstance(document[f], str) and document[f] == properties[f]["const"]
-        for f in ("schema_id", "schema_version")
-    )
 
 
 def new_envelope(

@@ -3,20 +3,17 @@ JSON Schema of the whole document, ``max_chars`` and the binding's array limits.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from itertools import islice
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from jsonschema.protocols import Validator
 
 from memnet import pointers
-from memnet.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count, envelope_holds
+from memnet.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
 from memnet.errors import Unprocessable
-from memnet.patching import Op
 from memnet.policy import Violation
 from memnet.profiles import Binding
-from memnet.revalidation import still_valid
 
 MAX_REPORTED = 20
 
@@ -26,19 +23,17 @@ def document_violations(
     binding: Binding,
     validator: Draft202012Validator,
     size: int | None = None,
-    patched: list[Op] | None = None,
 ) -> list[Violation]:
     """The reasons ``document`` may not be stored under ``binding`` (empty if none), at
     most MAX_REPORTED. Cheapest first, stopping at the first kind that finds any: size
     and array limits, then depth, then JSON Schema, whose errors are taken lazily (a
     schema check of a value with 500,000 bad items stops at the 20th).
-    ``size``: its :func:`~memnet.envelope.char_count`, if the caller has it already;
-    ``patched``: the ops that made it from a document known to be valid, if it was."""
+    ``size``: its :func:`~memnet.envelope.char_count`, if the caller has it already."""
     found = list(_limit_violations(document, binding, size))
     if not found and pointers.depth_exceeds(document, MAX_DOCUMENT_DEPTH):
         found = [TOO_DEEP]
     if not found:
-        found = list(islice(_schema_violations(document, validator, patched), MAX_REPORTED))
+        found = list(islice(_schema_violations(document, validator), MAX_REPORTED))
     return found[:MAX_REPORTED]
 
 
@@ -47,43 +42,13 @@ TOO_DEEP = Violation(
 )
 
 
-def _schema_violations(
-    document: Any, validator: Draft202012Validator, patched: list[Op] | None
-) -> Iterator[Violation]:
-    schema = validator.schema
-    if (
-        isinstance(schema, Mapping)
-        and envelope_holds(document, schema)
-        and (
-            (patched is not None and still_valid(validator, document, patched))
-            or _valid(_content_validator(validator, schema), document[CONTENT])
-        )
-    ):
-        return  # the fast paths: the same verdict, without jsonschema walking it all
+def _schema_violations(document: Any, validator: Draft202012Validator) -> Iterator[Violation]:
     for error in validator.iter_errors(document):
         yield Violation(
             "SCHEMA_VIOLATION",
             error.message,
             path=pointers.render(tuple(str(p) for p in error.absolute_path)),
         )
-
-
-_content_validators: dict[int, tuple[Draft202012Validator, Validator]] = {}
-
-
-def _content_validator(validator: Draft202012Validator, schema: Mapping[str, Any]) -> Validator:
-    """The validator of the content alone: the envelope's ``content`` subschema (a $ref
-    into the registry), with the same registry and format checker."""
-    found = _content_validators.get(id(validator))
-    if found is None or found[0] is not validator:
-        content = validator.evolve(schema=schema["properties"][CONTENT])
-        found = (validator, content)
-        _content_validators[id(validator)] = found
-    return found[1]
-
-
-def _valid(validator: Validator, instance: Any) -> bool:
-    return next(iter(validator.iter_errors(instance)), None) is None
 
 
 def _limit_violations(document: Any, binding: Binding, size: int | None) -> Iterator[Violation]:

@@ -1,6 +1,6 @@
-"""A PATCH of a document the service stored and validated checks only what its ops
-changed (memnet.revalidation); a document changed behind the service's back is
-validated whole again, even when its ETag did not change."""
+"""A PATCH reports its own violation on a document that was valid, and a document
+changed behind the service's back is validated whole, even when its ETag did not
+change (every write validates the whole document)."""
 
 from __future__ import annotations
 
