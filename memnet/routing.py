@@ -112,42 +112,6 @@ def _strings(value: Any) -> list[str]:
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
-@dataclass(frozen=True)
-class Match:
-    project_id: str
-    phrase: str
-    start: int
-    end: int  # exclusive, in hint tokens
-    weight: float
-
-
-def matches(index: RoutingIndex, hint: Phrase) -> list[Match]:
-    """Every phrase of the index found in ``hint``, minus those inside a longer match of
-    another project. One entry per project and place: the reference form of
-    :func:`rank_hint`, which gives the same ranking without them."""
-    found = [
-        Match(project_id, " ".join(phrase), i, j, weight)
-        for i, j, phrase in _spans(index, hint)
-        for project_id, weight in index.phrases[phrase].items()
-    ]
-    spans: dict[tuple[int, int], set[str]] = {}
-    for m in found:
-        spans.setdefault((m.start, m.end), set()).add(m.project_id)
-    return [m for m in found if not _inside_other(m, spans)]
-
-
-def _inside_other(match: Match, spans: Mapping[tuple[int, int], set[str]]) -> bool:
-    """Whether a strictly longer span covering ``match`` matched another project. Compared
-    by span, not by match: a keyword many projects share is one span, not one per project."""
-    return any(
-        start <= match.start
-        and match.end <= end
-        and (end - start) > (match.end - match.start)
-        and (len(projects) > 1 or match.project_id not in projects)
-        for (start, end), projects in spans.items()
-    )
-
-
 Span = tuple[int, int, Phrase]  # start, end (exclusive), the phrase hint[start:end]
 Found = tuple[tuple[str, Mapping[str, float]], ...]  # (phrase, {project: weight}) per span
 
@@ -189,22 +153,12 @@ class Ranking:
         return {p: _score(w, len(self.matched[p])) for p, w in strongest.items()}
 
 
-def rank(found: list[Match]) -> Ranking:
-    """A project scores its best match's weight plus 0.1 for each further distinct phrase
-    it matched; keyword-only scores stop at 0.9. (Reference form; see :func:`rank_hint`.)"""
-    places: dict[tuple[int, int], tuple[str, dict[str, float]]] = {}
-    for m in found:
-        places.setdefault((m.start, m.end), (m.phrase, {}))[1][m.project_id] = m.weight
-    ranking = Ranking(0.0, (), tuple(places.values()))
-    scores = ranking.scores
-    best = max(scores.values(), default=0.0)
-    tied = tuple(sorted(p for p, s in scores.items() if s == best)) if best else ()
-    return Ranking(best, tied, ranking.found)
-
-
 def rank_hint(index: RoutingIndex, hint: Phrase) -> Ranking:
-    """``rank(matches(index, hint))`` without a per-project step for what cannot win: a
-    keyword that hundreds of projects share is one place in the hint, scored once."""
+    """The projects ``hint`` names, best first: a phrase counts for a project unless it
+    lies inside a longer phrase that matched another project; a project scores its best
+    match's weight plus 0.1 for each further distinct phrase it matched (keyword-only
+    scores stop at 0.9, below a name). A keyword that hundreds of projects share is one
+    place in the hint, scored once."""
     spans = _spans(index, hint)
     surviving = [(s[2], _surviving(index, s, spans)) for s in spans]
     found = tuple((" ".join(phrase), holders) for phrase, holders in surviving if holders)

@@ -147,7 +147,7 @@ def test_routing_tokens_fold_case_accents_punctuation_and_joiners():
 
 
 def test_routing_scores_extra_phrases_and_caps_keywords():
-    from memnet.routing import RoutingIndex, matches, rank, tokens
+    from memnet.routing import RoutingIndex, rank_hint, tokens
 
     index = RoutingIndex.build(
         [
@@ -156,9 +156,9 @@ def test_routing_scores_extra_phrases_and_caps_keywords():
             {"project_id": "zurich-office", "name": "Zürich Office"},
         ]
     )
-    ranking = rank(matches(index, tokens("latency of shards after reindex")))
+    ranking = rank_hint(index, tokens("latency of shards after reindex"))
     assert ranking.tied == ("search-infra",) and ranking.best == 0.8
-    ranking = rank(matches(index, tokens("alpha latency, shards, reindex, cluster")))
+    ranking = rank_hint(index, tokens("alpha latency, shards, reindex, cluster"))
     assert ranking.tied == ("alpha",)  # keywords alone stop at 0.9, below a name
     for hint in ("zurich office", "Zuerich Office", "ZÜRICH-office"):
-        assert rank(matches(index, tokens(hint))).tied == ("zurich-office",)
+        assert rank_hint(index, tokens(hint)).tied == ("zurich-office",)
