@@ -3,10 +3,11 @@
 from funchost.background import QueueSource
 from funchost.index import FunctionIndex, functions_of
 from funchost.server import RunningServer, serve_forever, start_in_thread
-from funchost.settings import LocalSettingsError, load_local_settings
+from funchost.settings import HostLimits, LocalSettingsError, load_local_settings
 
 __all__ = [
     "FunctionIndex",
+    "HostLimits",
     "LocalSettingsError",
     "QueueSource",
     "RunningServer",

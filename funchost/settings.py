@@ -1,11 +1,17 @@
-"""local.settings.json loading, as `func start` does it."""
+"""Host settings: local.settings.json loading, as `func start` does it, and the host's own
+limits and pool size, read from the environment."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+_N = TypeVar("_N", int, float)
 
 
 class LocalSettingsError(ValueError):
@@ -46,3 +52,52 @@ def _as_text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value)
+
+
+@dataclass(frozen=True)
+class HostLimits:
+    """What one client may cost the local host (docs/decisions.md, "Local host limits").
+
+    Each has a ``FUNCHOST_*`` setting, read once by :meth:`from_env` at startup."""
+
+    max_body_bytes: int = 4 * 1024 * 1024  # FUNCHOST_MAX_BODY_BYTES: larger bodies get 413
+    read_timeout_seconds: float = 30.0  # FUNCHOST_READ_TIMEOUT_SECONDS: to send one request
+    idle_timeout_seconds: float = 120.0  # FUNCHOST_IDLE_TIMEOUT_SECONDS: before a request
+    max_connections: int = 256  # FUNCHOST_MAX_CONNECTIONS: open at once; beyond, 503
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> HostLimits:
+        env = os.environ if env is None else env
+        default = cls()
+        return cls(
+            _positive(env, "FUNCHOST_MAX_BODY_BYTES", int, default.max_body_bytes),
+            _positive(env, "FUNCHOST_READ_TIMEOUT_SECONDS", float, default.read_timeout_seconds),
+            _positive(env, "FUNCHOST_IDLE_TIMEOUT_SECONDS", float, default.idle_timeout_seconds),
+            _positive(env, "FUNCHOST_MAX_CONNECTIONS", int, default.max_connections),
+        )
+
+
+def _positive(env: Mapping[str, str], name: str, kind: Callable[[str], _N], default: _N) -> _N:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a positive number: {text!r}") from None
+    if not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive number: {text!r}")
+    return value
+
+
+def invocation_threads(env: Mapping[str, str] | None = None) -> int:
+    """The Functions Python worker's pool size: ``PYTHON_THREADPOOL_THREAD_COUNT`` if set,
+    else ``ThreadPoolExecutor``'s default, ``min(32, cpus + 4)``."""
+    value = (os.environ if env is None else env).get("PYTHON_THREADPOOL_THREAD_COUNT", "")
+    if value.strip():
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(
+                f"PYTHON_THREADPOOL_THREAD_COUNT must be a positive integer: {value!r}"
+            )
+        return int(value)
+    return min(32, (os.cpu_count() or 1) + 4)

@@ -90,7 +90,11 @@ def _serve(args: argparse.Namespace) -> int:
     services = _load(args)  # fail fast on bad settings, profiles or callers, before serving
     import function_app
 
-    serve_forever(function_app.app, args.host, args.port, queues=services.queue)
+    # The host refuses, unread, any body larger than the app would accept.
+    limit = services.settings.max_body_bytes
+    serve_forever(
+        function_app.app, args.host, args.port, queues=services.queue, max_body_bytes=limit
+    )
     return 0
 
 

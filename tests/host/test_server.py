@@ -182,7 +182,7 @@ def test_request_is_logged(server: RunningServer, caplog: pytest.LogCaptureFixtu
 
 
 def test_invocation_threads_follow_the_python_worker_setting() -> None:
-    from funchost.server import invocation_threads
+    from funchost.settings import invocation_threads
 
     assert invocation_threads({}) == min(32, (os.cpu_count() or 1) + 4)
     assert invocation_threads({"PYTHON_THREADPOOL_THREAD_COUNT": "3"}) == 3
