@@ -115,8 +115,9 @@ def _reindex(args: argparse.Namespace) -> int:
     receipt = services.events.reindex(OPERATOR, args.tenant, args.user)
     print(json.dumps(receipt, indent=2))
     if args.drain:
-        done = services.events.drain()
-        print(f"index worker: {done} jobs done, {services.queue.count(INDEX_QUEUE)} left")
+        report = services.events.drain()
+        print(json.dumps(report.as_dict(), indent=2))
+        print(f"index worker: {report.jobs} jobs done, {services.queue.count(INDEX_QUEUE)} left")
     return 0
 
 

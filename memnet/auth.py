@@ -1,7 +1,8 @@
 """Callers: who is asking, and what they may touch (spec 16.1; ARCHITECTURE.md "Auth").
 
 An :class:`Authenticator` turns request headers into a :class:`Caller` (401 otherwise);
-the caller is then checked against tenant, profile and role on every call (403).
+the caller is then checked against tenant, profile and role on every call (403), and
+an event writer against the service it records the event for (``services``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Caller:
     tenants: frozenset[str]
     profiles: frozenset[str]
     roles: frozenset[str]
+    services: frozenset[str] = frozenset()  # besides its own caller_id; ANY: every service
 
     def require(self, tenant_id: str, role: str) -> None:
         """Raise 403 unless this caller holds ``role`` in ``tenant_id``."""
@@ -29,6 +31,18 @@ class Caller:
             raise Forbidden("Caller is not bound to this tenant.", code="TENANT_FORBIDDEN")
         if role not in self.roles:
             raise Forbidden(f"Caller lacks the {role!r} role.", code="ROLE_FORBIDDEN", role=role)
+
+    def require_service(self, service_id: str) -> None:
+        """Raise 403 unless this caller may record events as ``service_id``: its own id,
+        one in its ``services`` (``"*"``: any), or any at all for an admin."""
+        if service_id == self.caller_id or "admin" in self.roles:
+            return
+        if ANY not in self.services and service_id not in self.services:
+            raise Forbidden(
+                "Caller may not act as this service.",
+                code="SERVICE_FORBIDDEN",
+                service_id=service_id,
+            )
 
     def require_profile(self, profile_id: str) -> None:
         if ANY not in self.profiles and profile_id not in self.profiles:

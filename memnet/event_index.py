@@ -1,19 +1,70 @@
 """The index side of event digests (spec 10.5, 20; ARCHITECTURE.md "Events"): the search
 index is derived from the event blobs. Index and delete jobs travel through the queue in
 batches; :meth:`IndexJobs.handle_job` is the queue worker, :meth:`IndexJobs.reindex`
-queues the rebuild of a scope from the blobs."""
+queues the rebuild of a scope from the blobs.
+
+One bad event never fails its batch (docs/decisions.md): the worker checks each blob on
+its own (:func:`~memnet.event_model.parse_stored`), skips one that cannot be indexed
+(logged, reported in :class:`IndexReport`, its index entry removed) and indexes the rest.
+Only a transient failure, or an index that refuses every event of a job, fails the job
+(the queue retries it).
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
+from dataclasses import asdict, astuple, dataclass, field
 from typing import Any
 
+from memnet.errors import BadRequest
+from memnet.event_model import parse_stored
 from memnet.layout import user_prefix
-from memnet.ports import BlobNotFound, BlobStore, IndexedEvent, MessageQueue, SearchIndex
+from memnet.ports import (
+    BlobNotFound,
+    BlobStore,
+    IndexedEvent,
+    MessageQueue,
+    SearchIndex,
+    StorageUnavailable,
+)
 
 INDEX_QUEUE = "memnet-index"
 JOB_BATCH = 200
+log = logging.getLogger("memnet.events")
+
+
+@dataclass(frozen=True)
+class SkippedEvent:
+    """An event blob the worker could not index, and why."""
+
+    tenant_id: str
+    user_id: str
+    event_id: str
+    reason: str
+
+
+@dataclass
+class IndexReport:
+    """What index jobs did: jobs done, events indexed, index entries removed (blob gone or
+    not indexable) and the events skipped."""
+
+    jobs: int = 0
+    indexed: int = 0
+    removed: int = 0
+    skipped: list[SkippedEvent] = field(default_factory=list)
+
+    def add(self, other: IndexReport) -> None:
+        self.jobs += other.jobs
+        self.indexed += other.indexed
+        self.removed += other.removed
+        self.skipped.extend(other.skipped)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``skipped`` is the count, ``skipped_events`` lists them."""
+        fields = asdict(self)
+        return {**fields, "skipped": len(self.skipped), "skipped_events": fields["skipped"]}
 
 
 def event_name(tenant_id: str, user_id: str, event_id: str) -> str:
@@ -98,34 +149,93 @@ class IndexJobs:
             self._queue.send(self._queue_name, json.dumps(job))
         return len(batches)
 
-    def handle_job(self, body: str) -> None:
-        """The queue worker: apply one index or delete job. Idempotent; raises on storage
-        errors so that the queue retries (and poisons after the host's max count)."""
+    def handle_job(self, body: str) -> IndexReport:
+        """The queue worker: apply one index or delete job. Idempotent; raises on a
+        transient failure so that the queue retries it (and poisons it after the host's
+        max count), never because of one bad event."""
         job = json.loads(body)
         tenant_id, user_id, ids = job["tenant_id"], job["user_id"], job["event_ids"]
         if job["action"] == "delete":
             self._index.delete(tenant_id, user_id, ids)
-            return
-        records = [
-            r for e in ids if (r := load_event(self._blobs, tenant_id, user_id, e)) is not None
-        ]
-        if records:
-            self._index.upsert([indexed(r) for r in records])
-        gone = sorted(set(ids) - {r["event_id"] for r in records})
-        if gone:
-            self._index.delete(tenant_id, user_id, gone)
+            return IndexReport(jobs=1, removed=len(ids))
+        return self._index_events(tenant_id, user_id, ids)
 
-    def drain(self) -> int:
+    def _index_events(self, tenant_id: str, user_id: str, ids: list[str]) -> IndexReport:
+        """Index the events whose blobs are valid; remove the entries of the others."""
+        report = IndexReport(jobs=1)
+        entries = self._entries(tenant_id, user_id, ids, report.skipped)
+        report.skipped += self._upsert(entries)
+        done = {e.event_id for e in entries} - {s.event_id for s in report.skipped}
+        unindexed = sorted(set(ids) - done)
+        if unindexed:
+            self._index.delete(tenant_id, user_id, unindexed)
+        report.indexed, report.removed = len(done), len(unindexed)
+        for s in report.skipped:
+            log.warning("event %s/%s/%s not indexable, skipped: %s", *astuple(s))
+        return report
+
+    def _entries(
+        self, tenant_id: str, user_id: str, ids: list[str], skipped: list[SkippedEvent]
+    ) -> list[IndexedEvent]:
+        """The index entries of the valid event blobs; the invalid ones go to ``skipped``."""
+        entries: list[IndexedEvent] = []
+        for event_id in ids:
+            try:
+                entry = self._entry(tenant_id, user_id, event_id)
+            except BadRequest as bad:
+                skipped.append(SkippedEvent(tenant_id, user_id, event_id, bad.message))
+                continue
+            if entry is not None:
+                entries.append(entry)
+        return entries
+
+    def _entry(self, tenant_id: str, user_id: str, event_id: str) -> IndexedEvent | None:
+        """The index entry of an event blob; None if there is no blob; 400 (BadRequest)
+        if the blob holds no valid event."""
+        try:
+            data = self._blobs.read(event_name(tenant_id, user_id, event_id)).data
+        except BlobNotFound:
+            return None
+        return indexed(parse_stored(data, tenant_id, user_id, event_id))
+
+    def _upsert(self, entries: list[IndexedEvent]) -> list[SkippedEvent]:
+        """Upsert in one call. If the index refuses the batch (not a transient failure),
+        each entry on its own; returns those it refuses. When it refuses all of them the
+        fault is the index's, not the events': the error propagates."""
+        try:
+            if entries:
+                self._index.upsert(entries)
+            return []
+        except StorageUnavailable:
+            raise
+        except Exception:
+            if len(entries) == 1:
+                raise
+            refused = [s for e in entries if (s := self._upsert_one(e)) is not None]
+            if len(refused) == len(entries):
+                raise
+            return refused
+
+    def _upsert_one(self, entry: IndexedEvent) -> SkippedEvent | None:
+        try:
+            self._index.upsert([entry])
+        except StorageUnavailable:
+            raise
+        except Exception as refused:
+            reason = f"refused by the index: {type(refused).__name__}: {refused}"
+            return SkippedEvent(entry.tenant_id, entry.user_id, entry.event_id, reason)
+        return None
+
+    def drain(self) -> IndexReport:
         """Work off the index queue in this process, as the queue trigger would (the
-        ``reindex --drain`` command; tests). Returns the jobs done. A failing job stays
-        queued, visible again after its visibility timeout, and its error propagates."""
-        done = 0
+        ``reindex --drain`` command; tests), and report what the jobs did. A failing job
+        stays queued, visible again after its visibility timeout, and its error propagates."""
+        report = IndexReport()
         while messages := self._queue.receive(self._queue_name, max_messages=32):
             for message in messages:
-                self.handle_job(message.body)
+                report.add(self.handle_job(message.body))
                 self._queue.delete(self._queue_name, message)
-                done += 1
-        return done
+        return report
 
 
 def _group(names: Iterator[str]) -> dict[tuple[str, str], list[str]]:

@@ -1,8 +1,10 @@
 """The event digest record (spec 9.2) and its validation. Pure: no I/O.
 
 Tenant and user come from the path; a body that names others is rejected. ``event_id``
-is generated (time-sortable) when absent. Timestamps must carry a timezone and are
-stored as given; the index normalises them to UTC.
+is generated (time-sortable) when absent. ``recorded_by`` is the authenticated caller,
+set here, never taken from the body. The timestamp is stored in the canonical UTC form
+(:mod:`memnet.timestamps`). :func:`parse_stored` checks a stored blob the same way before
+it is indexed.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ import json
 import re
 import secrets
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from memnet.errors import BadRequest
 from memnet.identifiers import SEGMENT, check_identifier
+from memnet.timestamps import normalise_timestamp
 
 FIELDS = frozenset(
     {
@@ -50,7 +52,30 @@ def new_event_id() -> str:
 def parse_event(
     body: dict[str, Any], tenant_id: str, user_id: str, caller_id: str
 ) -> dict[str, Any]:
-    """The canonical record to store, or 400 naming the first bad field."""
+    """The canonical record to store, or 400 naming the first bad field. ``service_id``
+    defaults to the caller (whether the caller may act as it is the service's check)."""
+    if body.get("recorded_by", caller_id) != caller_id:
+        raise _bad("recorded_by", "is set by the server to the authenticated caller")
+    fields = {k: v for k, v in body.items() if k != "recorded_by"}
+    return {**_checked(fields, tenant_id, user_id, caller_id), "recorded_by": caller_id}
+
+
+def parse_stored(data: bytes, tenant_id: str, user_id: str, event_id: str) -> dict[str, Any]:
+    """The fields of an event blob, checked as a write is (timestamp normalised), for the
+    index; 400 naming what is wrong when the blob holds no valid event ``event_id``."""
+    try:
+        record = json.loads(data)
+    except ValueError as exc:  # also bytes that are not UTF-8
+        raise BadRequest("The event blob is not JSON.", code="MALFORMED_JSON") from exc
+    if not isinstance(record, dict) or record.get("event_id") != event_id:
+        raise _bad("event_id", "the blob holds no event with the id in its name")
+    fields = {k: v for k, v in record.items() if k != "recorded_by"}
+    return _checked(fields, tenant_id, user_id, None)
+
+
+def _checked(
+    body: dict[str, Any], tenant_id: str, user_id: str, default_service: str | None
+) -> dict[str, Any]:
     unknown = sorted(set(body) - FIELDS)
     if unknown:
         raise BadRequest(f"Unknown event fields: {unknown}.", code="UNKNOWN_FIELD", fields=unknown)
@@ -60,8 +85,8 @@ def parse_event(
         "event_id": _event_id(body.get("event_id")),
         "tenant_id": tenant_id,
         "user_id": user_id,
-        "service_id": _identifier(body.get("service_id", caller_id), "service_id"),
-        "timestamp": _timestamp(body.get("timestamp"), "timestamp"),
+        "service_id": _identifier(body.get("service_id", default_service), "service_id"),
+        "timestamp": normalise_timestamp(body.get("timestamp"), "timestamp"),
         "source_type": _identifier(body.get("source_type"), "source_type"),
         "digest": _text(body.get("digest"), "digest", MAX_DIGEST_CHARS),
         "keywords": _keywords(body.get("keywords", [])),
@@ -94,28 +119,6 @@ def _identifier(value: Any, field: str) -> str:
     if not isinstance(value, str):
         raise _bad(field, "is required and must be a string")
     return check_identifier(field, value)
-
-
-def parse_timestamp(value: Any, field: str) -> datetime:
-    """An RFC 3339 timestamp with a timezone (``Z`` or an offset)."""
-    if not isinstance(value, str) or len(value) > 40:
-        raise _bad(field, "must be an RFC 3339 timestamp string")
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError as exc:
-        raise _bad(field, "must be an RFC 3339 timestamp") from exc
-    if moment.tzinfo is None:
-        raise _bad(field, "needs a timezone (Z or +hh:mm)")
-    try:
-        moment.astimezone(UTC)  # stores compare in UTC: 9999-12-31T23:00-05:00 is past 9999
-    except OverflowError as exc:
-        raise _bad(field, "must fall within the years 1-9999 in UTC") from exc
-    return moment
-
-
-def _timestamp(value: Any, field: str) -> str:
-    parse_timestamp(value, field)
-    return str(value)
 
 
 def _text(value: Any, field: str, limit: int) -> str:

@@ -1,25 +1,33 @@
 """Event digests (spec 9.2, 10.5, 10.6, 20): the blob is the record, the index derived.
 
-Write: claim the idempotency key, store the event blob create-only (an identical event
-already stored is the same write), then index it; if indexing fails the write still
-succeeds and an index job goes to the queue. Search asks the index, then reads each hit's
-blob (a hit whose blob is gone is skipped and queued for removal). Index jobs, the queue
-worker and reindex live in :mod:`memnet.event_index`.
+Write: check the body and that the caller may act as its ``service_id``, claim the
+idempotency key, store the event blob create-only (an identical event already stored is
+the same write), then index it; if indexing fails, whatever the reason, the write still
+succeeds (``indexed: false``) and an index job goes to the queue. Search asks the index,
+then reads each hit's blob (a hit whose blob is gone is skipped and queued for removal).
+Index jobs, the queue worker and reindex live in :mod:`memnet.event_index`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC
 from typing import Any
 
 from memnet.auth import ANY, Caller
 from memnet.errors import Conflict, Forbidden, NotFound
-from memnet.event_index import INDEX_QUEUE, IndexJobs, event_name, indexed, load_event
-from memnet.event_model import parse_event, parse_timestamp
+from memnet.event_index import (
+    INDEX_QUEUE,
+    IndexJobs,
+    IndexReport,
+    event_name,
+    indexed,
+    load_event,
+)
+from memnet.event_model import parse_event
 from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket
 from memnet.ports import (
     BlobNotFound,
@@ -32,6 +40,9 @@ from memnet.ports import (
     SearchIndex,
     StorageError,
 )
+from memnet.timestamps import parse_timestamp
+
+log = logging.getLogger("memnet.events")
 
 
 class EventService:
@@ -61,6 +72,7 @@ class EventService:
     ) -> Response:
         caller.require(tenant_id, "write")
         draft = parse_event(body, tenant_id, user_id, caller.caller_id)
+        caller.require_service(draft["service_id"])
         explicit = "event_id" in body
         outcome = self._idempotency.begin(
             tenant_id,
@@ -81,8 +93,8 @@ class EventService:
             self._idempotency.release(outcome)  # nothing was stored (EVENT_EXISTS)
             raise
         else:
-            # Stored. If indexing and queueing both fail, this raises with the claim left
-            # pending, so a retry with the key finds the blob and indexes it (no 2nd event).
+            # Stored. If indexing and queueing both fail, this raises (503) with the claim
+            # left pending, so a retry with the key finds the blob and indexes it.
             response = self._response(record, status)
         self._idempotency.complete(outcome, response)
         return response
@@ -138,15 +150,15 @@ class EventService:
         return self._response(record, 201)
 
     def _index_now(self, record: dict[str, Any]) -> bool:
-        """Index inline; on failure queue the job and report ``indexed: false``."""
+        """Index inline; on any failure (the record is durable: never a 500) queue the
+        job and report ``indexed: false``. A queue failure propagates."""
         try:
             self._index.upsert([indexed(record)])
             return True
-        except StorageError:
-            self._jobs.enqueue(
-                "index", record["tenant_id"], record["user_id"], [record["event_id"]]
-            )
-            return False
+        except Exception:
+            log.warning("event %s not indexed inline; queued", record["event_id"], exc_info=True)
+        self._jobs.enqueue("index", record["tenant_id"], record["user_id"], [record["event_id"]])
+        return False
 
     # -- search ---------------------------------------------------------------------
 
@@ -176,7 +188,7 @@ class EventService:
             yield {"event": record, "score": round(hit.score, 6), "pointers": pointers}
 
     def _decay(self, timestamp: str, half_life_days: float) -> float:
-        age = self._clock.now() - parse_timestamp(timestamp, "timestamp").astimezone(UTC)
+        age = self._clock.now() - parse_timestamp(timestamp)
         return math.pow(0.5, max(age.total_seconds(), 0) / 86_400 / half_life_days)
 
     # -- the index side, in memnet.event_index --------------------------------------
@@ -187,10 +199,10 @@ class EventService:
         _require_scope(caller, tenant_id)
         return self._jobs.reindex(tenant_id, user_id)
 
-    def handle_job(self, body: str) -> None:
-        self._jobs.handle_job(body)
+    def handle_job(self, body: str) -> IndexReport:
+        return self._jobs.handle_job(body)
 
-    def drain(self) -> int:
+    def drain(self) -> IndexReport:
         return self._jobs.drain()
 
 

@@ -26,6 +26,7 @@ from memnet.audit import new_change_id
 from memnet.errors import Conflict
 from memnet.layout import idempotency_name
 from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
+from memnet.timestamps import parse_timestamp
 
 Response = dict[str, Any]
 MAX_KEY_CHARS = 255
@@ -190,4 +191,4 @@ def _iso(moment: datetime) -> str:
 
 
 def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parse_timestamp(text, "idempotency record time")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from memnet import bootstrap
@@ -9,9 +10,9 @@ from memnet.api import parsing
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.errors import BadRequest
-from memnet.event_model import parse_timestamp
 from memnet.identifiers import SEGMENT, check_identifier
 from memnet.ports import EventQuery
+from memnet.timestamps import format_timestamp, parse_timestamp
 
 SEARCH_FIELDS = frozenset(
     {
@@ -120,18 +121,22 @@ def _top_k(value: Any) -> int:
 
 
 def _time_range(value: Any) -> tuple[str | None, str | None]:
+    """The bounds in the canonical UTC form (RFC 3339 only, as event timestamps)."""
     if value is None:
         return None, None
     if not isinstance(value, dict) or set(value) - {"from", "to"}:
         raise _bad("time_range", "is an object with 'from' and/or 'to'")
-    bounds = [value.get(k) for k in ("from", "to")]
-    parsed = [
-        None if b is None else parse_timestamp(b, f"time_range.{k}")
-        for b, k in zip(bounds, ("from", "to"), strict=True)
-    ]
-    if parsed[0] and parsed[1] and parsed[0] >= parsed[1]:
+    since, until = (
+        None if value.get(k) is None else parse_timestamp(value[k], f"time_range.{k}")
+        for k in ("from", "to")
+    )
+    if since is not None and until is not None and since >= until:
         raise _bad("time_range", "'from' must be before 'to'")
-    return bounds[0], bounds[1]
+    return _canonical(since), _canonical(until)
+
+
+def _canonical(moment: datetime | None) -> str | None:
+    return None if moment is None else format_timestamp(moment)
 
 
 def _values(body: dict[str, Any], field: str) -> tuple[str, ...]:

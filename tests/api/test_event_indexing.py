@@ -30,6 +30,7 @@ from memnet.ports import (
     EventQuery,
     IndexedEvent,
     MessageQueue,
+    StorageError,
     StorageUnavailable,
 )
 from tests.api.test_events import BASE, event, ids, post, search
@@ -39,10 +40,13 @@ from tests.conftest import AGENT_KEY, REPO, backend_settings, make_settings
 
 class FlakyIndex:
     """A real SQLite index that can be switched off, as an Azure AI Search outage would be;
-    it counts the upserts it refused."""
+    it counts the upserts it refused. ``fault`` makes every upsert raise that error;
+    ``refuse`` names events it refuses for good (a batch holding one fails)."""
 
     def __init__(self, inner: SqliteSearchIndex) -> None:
         self.inner, self.down, self.refused = inner, False, 0
+        self.fault: Exception | None = None
+        self.refuse: set[str] = set()
         self._lock = threading.Lock()
 
     def upsert(self, events: list[IndexedEvent]) -> None:
@@ -50,6 +54,10 @@ class FlakyIndex:
             if self.down:
                 self.refused += 1
                 raise StorageUnavailable("search index unavailable (test outage)")
+        if self.fault is not None:
+            raise self.fault
+        if self.refuse & {e.event_id for e in events}:
+            raise StorageError("document rejected by the index (test)")
         self.inner.upsert(events)
 
     def delete(self, tenant_id: str, user_id: str, event_ids: list[str]) -> None:
@@ -171,7 +179,7 @@ def test_a_retried_write_after_an_outage_indexes_without_a_second_event(
     again = post(client, event(digest="Standup moved to 9:30."), "retry-1")
     assert again.status == 201 and again.data["event"] == first.data["event"]
     assert again.headers.get("idempotent-replayed") == "true"
-    assert services.events.drain() == 1  # the job queued during the outage, harmless now
+    assert services.events.drain().jobs == 1  # the job queued during the outage, harmless now
     assert ids(search(client, text="standup")) == [first.data["event"]["event_id"]]
 
 
@@ -190,6 +198,36 @@ def test_index_and_queue_both_down_is_503_and_the_retry_indexes_the_same_event(
     assert retried.status == 201 and retried.data["indexed"] is True
     assert len(event_blobs(services)) == 1  # the same event, not a second one
     assert ids(search(client, text="gpu budget")) == [retried.data["event"]["event_id"]]
+
+
+def test_an_index_failing_in_any_way_after_the_blob_is_stored_is_indexed_false(
+    flaky: tuple[Services, FlakyIndex],
+):
+    """Issue 8: only storage errors were caught; any other index error was a 500 for a
+    write that was durable, and again on every retry."""
+    services, index = flaky
+    client = DirectClient(AGENT_KEY)
+    index.fault = ValueError("an index adapter bug")
+    reply = post(client, event(digest="Moved the offsite to May."), "any-fault")
+    assert (reply.status, reply.data["indexed"]) == (201, False), reply.data
+    assert services.queue.count(INDEX_QUEUE) == 1
+    index.fault = None
+    assert services.events.drain().indexed == 1
+    assert ids(search(client, text="offsite")) == [reply.data["event"]["event_id"]]
+
+
+def test_any_index_failure_with_the_queue_down_is_503_and_the_retry_completes(
+    faulty: tuple[Services, FlakyQueue, EventBlobFaults], flaky: tuple[Services, FlakyIndex]
+):
+    services, queue, index = faulty[0], faulty[1], flaky[1]
+    client = DirectClient(AGENT_KEY)
+    index.fault, queue.down = ValueError("an index adapter bug"), True
+    failed = post(client, event(digest="Renewed the domain."), "fault-and-queue")
+    assert (failed.status, failed.error_code) == (503, "DEPENDENCY_UNAVAILABLE")
+    index.fault, queue.down = None, False
+    retried = post(client, event(digest="Renewed the domain."), "fault-and-queue")
+    assert (retried.status, retried.data["indexed"]) == (201, True)
+    assert len(event_blobs(services)) == 1
 
 
 def test_an_event_write_whose_response_is_lost_settles_to_the_stored_event(
@@ -232,11 +270,14 @@ def test_reindex_command_rebuilds_a_lost_index_from_the_blobs(tmp_path: Path):
     finally:
         bootstrap.install(None)
     assert sorted(before) == sorted(m["event"]["event_id"] for m in made)
+    bad = "tenants/t1/users/u1/events/evt_bad.json"
+    services.blobs.write(bad, b"{not json", Condition.create_only())
     (data_dir / "search.sqlite3").unlink()  # the index is derived: lose it entirely
     for suffix in ("-wal", "-shm"):
         (data_dir / f"search.sqlite3{suffix}").unlink(missing_ok=True)
     output = run_cli(data_dir, "reindex", "--tenant", "t1", "--user", "u1", "--drain")
-    assert '"events": 5' in output and "0 left" in output
+    assert '"events": 6' in output and "0 left" in output
+    assert '"indexed": 5' in output and '"skipped": 1' in output and "evt_bad" in output
     bootstrap.install(bootstrap.build(services.settings))
     try:
         assert ids(search(client, text="billing export")) == before

@@ -42,8 +42,8 @@ def ids(reply: Reply) -> list[str]:
 
 
 def drain(services: Services) -> int:
-    """Run the index worker over every queued job, as the queue trigger would."""
-    return services.events.drain()
+    """Run the index worker over every queued job, as the queue trigger would; the jobs."""
+    return services.events.drain().jobs
 
 
 def test_write_stores_and_indexes_then_reads_back(client: ApiClient):
@@ -70,6 +70,32 @@ def test_explicit_event_id_is_idempotent_and_guards_its_content(client: ApiClien
     assert post(client, event(event_id="evt_1"), "k2").status == 200
     clash = post(client, event(event_id="evt_1", digest="different"), "k3")
     assert clash.status == 409 and clash.error_code == "EVENT_EXISTS"
+
+
+def test_lowercase_t_and_z_are_accepted_stored_canonical_indexed_and_searchable(
+    client: ApiClient,
+):
+    """Issue 8: a lowercase ``z`` passed validation but not the index (500 after the blob
+    was stored, on every retry; a search time_range with ``z`` was a 500 too)."""
+    body = event(timestamp="2026-02-14t20:00:00z")
+    reply = post(client, body, "k1")
+    assert (reply.status, reply.data["indexed"]) == (201, True), reply.data
+    stored = reply.data["event"]
+    assert stored["timestamp"] == "2026-02-14T20:00:00Z"
+    assert post(client, body, "k1").data == reply.data  # the retry replays the same
+    window = {"from": "2026-02-14t00:00:00z", "to": "2026-02-15T01:00:00+01:00"}
+    assert ids(search(client, text="contention", time_range=window)) == [stored["event_id"]]
+    assert ids(search(client, time_range={"to": "2026-02-14t20:00:00z"})) == []  # exclusive
+    decayed = search(client, text="memory", recency_half_life_days=7)
+    assert ids(decayed) == [stored["event_id"]]
+
+
+def test_offsets_are_stored_as_the_same_instant_in_utc(client: ApiClient):
+    reply = post(client, event(timestamp="2026-03-02T10:00:00.250+02:00"), "k1")
+    assert reply.data["event"]["timestamp"] == "2026-03-02T08:00:00.250000Z"
+    again = post(client, event(event_id="evt_1", timestamp="2026-03-02T09:00:00+01:00"), "k2")
+    same = post(client, event(event_id="evt_1", timestamp="2026-03-02t08:00:00z"), "k3")
+    assert (again.status, same.status) == (201, 200)  # the same instant: the same event
 
 
 def test_body_naming_another_user_is_rejected(client: ApiClient):
@@ -105,6 +131,10 @@ def test_malformed_bodies_are_400_and_store_nothing(
     ("changes", "field"),
     [
         ({"timestamp": "2026-02-14T20:00:00"}, "timestamp"),
+        ({"timestamp": "2026-W01-1T00:00Z"}, "timestamp"),  # issue 8: ISO week date
+        ({"timestamp": "2026-01-01 00:00:00Z"}, "timestamp"),  # issue 8: space
+        ({"timestamp": "2016-12-31T23:59:60Z"}, "timestamp"),  # leap second
+        ({"timestamp": "2026-02-14T20:00Z"}, "timestamp"),  # no seconds
         ({"timestamp": "9999-12-31T23:00:00-05:00"}, "timestamp"),  # past 9999 in UTC
         ({"digest": ""}, "digest"),
         ({"digest": "x" * 4001}, "digest"),
@@ -214,6 +244,13 @@ def test_hostile_query_text_is_searched_not_executed(client: ApiClient, text: st
         ({"text": 5}, "INVALID_FIELD"),
         ({"time_range": {"from": "yesterday"}}, "INVALID_FIELD"),
         ({"time_range": {"from": "2026-03-02T00:00:00"}}, "INVALID_FIELD"),
+        ({"time_range": {"from": "2026-W01-1T00:00Z"}}, "INVALID_FIELD"),
+        ({"time_range": {"to": "2026-01-01 00:00:00Z"}}, "INVALID_FIELD"),
+        ({"time_range": {"to": 1771099200}}, "INVALID_FIELD"),
+        (
+            {"time_range": {"from": "2026-03-02T01:00:00+01:00", "to": "2026-03-02t00:00:00z"}},
+            "INVALID_FIELD",
+        ),
         ({"time_range": {"to": "9999-12-31T23:00:00-05:00"}}, "INVALID_FIELD"),
         (
             {"time_range": {"from": "2026-03-03T00:00:00Z", "to": "2026-03-02T00:00:00Z"}},

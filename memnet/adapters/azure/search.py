@@ -25,7 +25,6 @@ import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +40,7 @@ from azure.search.documents import SearchClient
 from azure.search.documents.indexes import SearchIndexClient
 
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
+from memnet.timestamps import normalise_timestamp
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
@@ -243,13 +243,9 @@ def _any_of(variable: str, values: Sequence[str]) -> str:
 
 
 def utc(value: str) -> str:
-    """An RFC 3339 timestamp with an offset as UTC ``...Z`` (ValueError otherwise)."""
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        raise ValueError(f"timestamp without a UTC offset: {value!r}")
-    moment = moment.astimezone(UTC)
-    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+    """An RFC 3339 timestamp as UTC ``...Z`` (:mod:`memnet.timestamps`, the one parser;
+    400 ``InvalidTimestamp`` otherwise)."""
+    return normalise_timestamp(value)
 
 
 def _hit(result: Mapping[str, Any]) -> EventHit:

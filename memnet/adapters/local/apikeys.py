@@ -1,7 +1,9 @@
 """API-key callers from a registry file (development and simple deployments).
 
 The file (``MEMNET_CALLERS_FILE``) holds only SHA-256 hashes of keys:
-``{"callers": [{"caller_id", "key_sha256", "tenants", "profiles", "roles"}]}``.
+``{"callers": [{"caller_id", "key_sha256", "tenants", "profiles", "roles", "services"?}]}``
+(``services``: the service ids the caller may record events as besides its own caller id;
+``["*"]``: any).
 Keys are long random secrets, so an unsalted fast hash is enough to keep a leaked file
 from revealing them; the lookup is by digest.
 """
@@ -62,8 +64,20 @@ def _caller(entry: Any, where: str, source: str) -> Caller:
     if not roles <= ROLES:
         raise ConfigError(source, f"{where}/roles", f"unknown roles {sorted(roles - ROLES)}")
     return Caller(
-        entry["caller_id"], frozenset(entry["tenants"]), frozenset(entry["profiles"]), roles
+        entry["caller_id"],
+        frozenset(entry["tenants"]),
+        frozenset(entry["profiles"]),
+        roles,
+        _services(entry.get("services", []), f"{where}/services", source),
     )
+
+
+def _services(values: Any, where: str, source: str) -> frozenset[str]:
+    if not isinstance(values, list) or not all(
+        isinstance(v, str) and (v == ANY or SEGMENT.fullmatch(v)) for v in values
+    ):
+        raise ConfigError(source, where, f"must be a list of service ids ({ANY!r} = all)")
+    return frozenset(values)
 
 
 def _need(entry: dict[str, Any], where: str, source: str) -> None:

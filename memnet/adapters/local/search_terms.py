@@ -1,5 +1,6 @@
 """The pure half of the embedded search index (:mod:`.search`): words of a text, the
-SQL filter clauses of a query, and timestamps as UTC microseconds. No I/O."""
+SQL filter clauses of a query, and timestamps (read by :mod:`memnet.timestamps`, the one
+parser) as UTC microseconds. No I/O."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from memnet.ports import EventQuery
+from memnet.timestamps import format_timestamp, parse_timestamp
 
 MAX_QUERY_TOKENS = 32
 _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
@@ -104,11 +106,8 @@ def _marks(values: Sequence[object]) -> str:
 
 
 def utc(value: str) -> datetime:
-    """An RFC 3339 timestamp with an offset, as aware UTC (ValueError otherwise)."""
-    moment = datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        raise ValueError(f"timestamp without a UTC offset: {value!r}")
-    return moment.astimezone(UTC)
+    """An RFC 3339 timestamp as aware UTC (400 ``InvalidTimestamp`` otherwise)."""
+    return parse_timestamp(value)
 
 
 def micros(moment: datetime) -> int:
@@ -116,5 +115,4 @@ def micros(moment: datetime) -> int:
 
 
 def iso(moment: datetime) -> str:
-    fraction = f".{moment.microsecond:06d}" if moment.microsecond else ""
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + fraction + "Z"
+    return format_timestamp(moment)
