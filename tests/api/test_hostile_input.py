@@ -63,7 +63,7 @@ def test_a_one_mib_patch_of_any_shape_is_refused_well_under_a_second(client: Api
     raw = _compact(HUGE_BODIES[shape])
     assert 0.6 * MIB < len(raw) <= MIB
     status, seconds = _timed_patch(client, etag, raw, "huge")
-    assert status == 422 and seconds < 0.5, (status, seconds)
+    assert status == 422 and seconds < 1.0, (status, seconds)  # 0.01-0.14 s on a quiet VM
     assert client.request("GET", doc_url()).data["etag"] == etag
 
 
