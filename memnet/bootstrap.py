@@ -93,7 +93,7 @@ def blob_store(settings: Settings) -> BlobStore:
         return store
     from memnet.adapters.local.blobstore import FileBlobStore
 
-    return FileBlobStore(settings.data_dir, settings.blob_container)
+    return FileBlobStore(settings.data_dir, settings.blob_container, fsync=settings.local_fsync)
 
 
 def message_queue(settings: Settings) -> MessageQueue:

@@ -22,6 +22,7 @@ class Settings:
     blob_connection_string: str | None = None
     blob_account_url: str | None = None
     blob_container: str = "memnet"
+    local_fsync: bool = True
     idempotency_ttl_seconds: int = 86_400
     idempotency_lease_seconds: int = 30
     max_body_bytes: int = 1_048_576
@@ -48,6 +49,7 @@ class Settings:
             blob_connection_string=env.get("MEMNET_BLOB_CONNECTION_STRING") or None,
             blob_account_url=env.get("MEMNET_BLOB_ACCOUNT_URL") or None,
             blob_container=env.get("MEMNET_BLOB_CONTAINER", "memnet"),
+            local_fsync=_flag(env, "MEMNET_LOCAL_FSYNC", True),
             idempotency_ttl_seconds=_int(env, "MEMNET_IDEMPOTENCY_TTL_SECONDS", 86_400),
             idempotency_lease_seconds=_int(env, "MEMNET_IDEMPOTENCY_LEASE_SECONDS", 30),
             max_body_bytes=_int(env, "MEMNET_MAX_BODY_BYTES", 1_048_576),
@@ -95,6 +97,14 @@ class Settings:
 
 def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
+
+
+def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
+    """``true`` or ``false`` (any case), or ``default`` when unset."""
+    text = env.get(name, "").strip().lower()
+    if text in ("", "true", "false"):
+        return default if text == "" else text == "true"
+    raise ConfigError("settings", name, f"must be true or false, got {env[name]!r}")
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -1,7 +1,8 @@
 """Fixtures of the contract tier: every adapter of a port passes one suite (CONVENTIONS.md 3).
 
-``blob_store`` is parametrized over the embedded file store and the Azure store against a
-real Azurite; Azurite starts only when an Azure case (marked ``azurite``) runs.
+``blob_store`` is parametrized over the embedded file store (in each ETag and durability
+mode) and the Azure store against a real Azurite; Azurite starts only when an Azure case
+(marked ``azurite``) runs.
 """
 
 from __future__ import annotations
@@ -18,17 +19,29 @@ from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.ports import BlobStore
 from tests.azurite import Azurite  # the ``azurite`` fixture is registered by tests/conftest.py
 
+# The local store in each ETag mode (xattr, sidecar) and durability mode (fsync on, off).
+LOCAL_MODES = {
+    f"{etags}-{'fsync' if fsync else 'nofsync'}": (etags, fsync)
+    for etags in ("xattr", "sidecar")
+    for fsync in (True, False)
+}
 
-@pytest.fixture(params=["xattr", "sidecar"])
+
+def _local(mode: str, tmp_path: Path) -> FileBlobStore:
+    etags, fsync = LOCAL_MODES[mode]
+    return FileBlobStore(tmp_path / "data", etags=etags, fsync=fsync)
+
+
+@pytest.fixture(params=list(LOCAL_MODES))
 def local_store(request: pytest.FixtureRequest, tmp_path: Path) -> FileBlobStore:
-    return FileBlobStore(tmp_path / "data", etags=request.param)
+    return _local(request.param, tmp_path)
 
 
-@pytest.fixture(params=["local", pytest.param("azure", marks=pytest.mark.azurite)])
+@pytest.fixture(params=[*LOCAL_MODES, pytest.param("azure", marks=pytest.mark.azurite)])
 def blob_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
     """Each adapter, empty: a fresh directory, or a fresh Azurite container."""
-    if request.param == "local":
-        yield FileBlobStore(tmp_path / "data")
+    if request.param in LOCAL_MODES:
+        yield _local(request.param, tmp_path)
         return
     server: Azurite = request.getfixturevalue("azurite")
     container = f"contract-{uuid.uuid4().hex}"

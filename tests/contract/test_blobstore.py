@@ -4,7 +4,9 @@ then what only the file store promises, then the Azure SDK error mapping."""
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
+import os
 import random
 import re
 import threading
@@ -25,8 +27,13 @@ from azure.core.exceptions import (
 )
 
 from memnet.adapters.azure.blobstore import map_azure_errors
+from memnet.adapters.local import durable
 from memnet.adapters.local.blobstore import FileBlobStore
+from memnet.adapters.local.etags import ATTR, etag_from_stat
+from memnet.bootstrap import blob_store
+from memnet.errors import ConfigError
 from memnet.ports import (
+    Blob,
     BlobNotFound,
     BlobStore,
     Condition,
@@ -34,6 +41,7 @@ from memnet.ports import (
     StorageError,
     StorageUnavailable,
 )
+from memnet.settings import Settings
 from tests.contract.sdk_errors import http_error, with_code
 
 STALE = '"0x0000000000000000"'
@@ -339,6 +347,113 @@ def test_file_store_processes_lose_no_update(tmp_path: Path) -> None:
         worker.join(timeout=60)
     assert [worker.exitcode for worker in workers] == [0] * processes
     assert int(FileBlobStore(tmp_path).read("counter").data) == processes * times
+
+
+# --- the file store: durability --------------------------------------------------------------
+
+
+def spy_on_fsync(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The path of every descriptor the store fsyncs, in order (os.fsync as it calls it)."""
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(durable.os, "fsync", fsync)
+    return synced
+
+
+def test_a_write_fsyncs_each_new_directory_then_the_file_then_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileBlobStore(tmp_path, etags="xattr")
+    store.write("first.json", b"1", Condition.create_only())
+    synced = spy_on_fsync(monkeypatch)
+    store.write("a/b/doc.json", b"1", Condition.create_only())
+    root = tmp_path.resolve() / "memnet"
+    assert synced[:2] == [str(root), str(root / "a")]  # where "a" and then "b" were made
+    temp = Path(synced[2])  # the new file, before its rename
+    assert temp.parent == root / "a" / "b" and temp.name.startswith(durable.TEMP_PREFIX)
+    assert synced[3:] == [str(root / "a" / "b")]  # its name, after the rename
+
+
+def test_a_delete_fsyncs_the_directory_it_removed_the_name_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FileBlobStore(tmp_path, etags="xattr")
+    store.write("a/doc.json", b"1", Condition.create_only())
+    store.write("a/other.json", b"1", Condition.create_only())
+    synced = spy_on_fsync(monkeypatch)
+    store.delete("a/doc.json")
+    assert synced == [str(tmp_path.resolve() / "memnet" / "a")]
+
+
+def test_first_use_makes_the_data_directory_and_every_directory_above_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced = spy_on_fsync(monkeypatch)
+    FileBlobStore(tmp_path / "data", etags="xattr").write("doc.json", b"1", Condition.create_only())
+    data = (tmp_path / "data").resolve()
+    before_the_file = synced[: synced.index(str(data / "memnet"))]
+    assert {str(data), *map(str, data.parents)} <= set(before_the_file)
+
+
+@pytest.mark.parametrize("etags", ["xattr", "sidecar"])
+def test_without_fsync_nothing_is_fsynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, etags: str
+) -> None:
+    synced = spy_on_fsync(monkeypatch)
+    store = FileBlobStore(tmp_path, etags=etags, fsync=False)
+    etag = store.write("a/b/doc.json", b"1", Condition.create_only())
+    store.write("a/b/doc.json", b"2", Condition.match(etag))
+    store.delete("a/b/doc.json")
+    assert synced == []
+
+
+def _eio(fd: int) -> None:
+    raise OSError(errno.EIO, "Input/output error")
+
+
+@pytest.mark.parametrize("etags", ["xattr", "sidecar"])
+def test_an_fsync_failure_is_storage_unavailable_and_leaves_the_blob_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, etags: str
+) -> None:
+    store = FileBlobStore(tmp_path, etags=etags)
+    etag = store.write("a/doc.json", b"old", Condition.create_only())
+    monkeypatch.setattr(durable.os, "fsync", _eio)
+    with pytest.raises(StorageUnavailable) as caught:
+        store.write("a/doc.json", b"new", Condition.match(etag))
+    assert isinstance(caught.value.__cause__, OSError)
+    assert caught.value.__cause__.errno == errno.EIO
+    with pytest.raises(StorageUnavailable):
+        store.write("a/new.json", b"new", Condition.create_only())
+    monkeypatch.undo()
+    assert store.read("a/doc.json") == Blob("a/doc.json", b"old", etag)
+    assert os.listdir(tmp_path / "memnet" / "a") == ["doc.json"]  # no temp file left
+
+
+def test_etags_stored_by_the_former_store_are_still_read(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path, etags="xattr")
+    store.write("tagged.json", b"1", Condition.create_only())
+    store.write("writing.json", b"2", Condition.create_only())
+    tagged, writing = tmp_path / "memnet" / "tagged.json", tmp_path / "memnet" / "writing.json"
+    os.setxattr(tagged, ATTR, b'"0x00000000000000AB" 0123456789abcdef')  # ETag and blob tag
+    os.setxattr(writing, ATTR, b"writing")  # an interrupted refill: ETag from the stat
+    assert store.read("tagged.json").etag == '"0x00000000000000AB"'
+    assert store.read("writing.json").etag == etag_from_stat(os.stat(writing))
+
+
+def test_fsync_is_on_unless_memnet_local_fsync_is_false(tmp_path: Path) -> None:
+    env = {"MEMNET_CALLERS_FILE": "callers.dev.json", "MEMNET_DATA_DIR": str(tmp_path)}
+    stores = [
+        blob_store(Settings.from_env({**env, **extra}))
+        for extra in ({}, {"MEMNET_LOCAL_FSYNC": "true"}, {"MEMNET_LOCAL_FSYNC": "FALSE"})
+    ]
+    assert [isinstance(s, FileBlobStore) and s.fsync for s in stores] == [True, True, False]
+    with pytest.raises(ConfigError, match="MEMNET_LOCAL_FSYNC"):
+        Settings.from_env({**env, "MEMNET_LOCAL_FSYNC": "no"})
 
 
 # --- the Azure SDK error mapping --------------------------------------------------------------

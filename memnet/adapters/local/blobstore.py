@@ -5,22 +5,21 @@ Layout under ``root`` (the same names as in Azure, so a user can ``cat`` a docum
     <container>/<name>          the blob's bytes, verbatim
     .meta/<container>/<name>    the blob's ETag, only where the filesystem lacks xattrs
     .locks/<NNNN>               1024 striped lock files, created on demand, never deleted
-    .spare/<pid>-<random>       emptied files kept for reuse (with xattrs; see .spares)
 
-Where each ETag lives, and why both places are crash-safe, is in
-:mod:`memnet.adapters.local.etags`; why displaced files are reused rather than deleted,
-in :mod:`memnet.adapters.local.spares`.
+Where each ETag lives is in :mod:`memnet.adapters.local.etags`; how a file is replaced,
+in :mod:`memnet.adapters.local.durable`.
 
 Concurrency: a write or delete holds an exclusive ``fcntl.flock`` on the name's lock
 stripe while it checks the condition and replaces the file. ``flock`` locks belong to an
 open file description, so they exclude threads (each call opens the lock file itself)
-and processes alike. Reads need no lock with xattr ETags (content and ETag are one
-inode; a read that overlapped a write of its inode is detected and retried, under the
-shared lock if need be); with sidecars they take the shared lock. POSIX only.
+and processes alike. Reads need no lock with xattr ETags (content and ETag are one file,
+never changed once in place); with sidecars they take the shared lock. POSIX only.
 
-Durability: no ``fsync``. A write survives a crash of the process, not necessarily a
-power loss or kernel crash, where the last writes may be lost. That is the trade for an
-embedded development and single-node store; Azure Blob is the durable deployment.
+Durability: with ``fsync`` (the default) every write and delete is durable when it
+returns: temp file fsynced, renamed, directory fsynced (new directories too, up the
+chain). An acknowledged write survives a crash of the process and a power loss. An I/O
+error (``EIO`` from fsync, a full disk, ...) is :class:`StorageUnavailable`: 503, retry.
+``fsync=False`` (tests, benchmarks) keeps only the crash-of-the-process guarantee.
 """
 
 from __future__ import annotations
@@ -31,17 +30,12 @@ import os
 import re
 import zlib
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-from memnet.adapters.local.etags import (
-    TEMP_PREFIX,
-    Busy,
-    EtagKeeper,
-    keeper_for,
-    new_etag,
-    prune_empty_parents,
-)
-from memnet.ports import Blob, BlobNotFound, Condition, PreconditionFailed
+from memnet.adapters.local import durable
+from memnet.adapters.local.etags import EtagKeeper, keeper_for, new_etag
+from memnet.ports import Blob, BlobNotFound, Condition, PreconditionFailed, StorageUnavailable
 
 LOCK_STRIPES = 1024
 _CONTAINER = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
@@ -53,9 +47,12 @@ class FileBlobStore:
     create-only writes, prefix listing, no multi-blob transactions.
 
     ``etags`` is ``auto`` (xattrs where supported, else sidecars), ``xattr`` or
-    ``sidecar``; it is settled on first use, not in the constructor."""
+    ``sidecar``; ``fsync`` False gives up durability across power loss (see above). Both
+    are settled on first use, not in the constructor."""
 
-    def __init__(self, root: Path, container: str = "memnet", etags: str = "auto") -> None:
+    def __init__(
+        self, root: Path, container: str = "memnet", etags: str = "auto", fsync: bool = True
+    ) -> None:
         if not _CONTAINER.fullmatch(container):
             raise ValueError(f"invalid container name: {container!r}")
         self._root = str(root)
@@ -63,8 +60,8 @@ class FileBlobStore:
         self._content = os.path.join(self._root, container)
         self._meta = os.path.join(self._root, ".meta", container)
         self._locks = os.path.join(self._root, ".locks")
-        self._spares = os.path.join(self._root, ".spare")
         self._mode = etags
+        self.fsync = fsync
         self._keeper: EtagKeeper | None = None
 
     def describe(self) -> str:
@@ -73,42 +70,40 @@ class FileBlobStore:
     @property
     def etags(self) -> EtagKeeper:
         if self._keeper is None:
-            self._keeper = keeper_for(self._content, self._meta, self._spares, self._mode)
+            with _storage_errors(self._container):
+                self._keeper = self._open()
         return self._keeper
+
+    def _open(self) -> EtagKeeper:
+        """Make the content directory (and, once, every directory above it) durable."""
+        durable.make_directories(self._content, self.fsync)
+        if self.fsync:
+            durable.sync_ancestors(self._content)
+        return keeper_for(self._content, self._meta, self._mode, self.fsync)
 
     def read(self, name: str) -> Blob:
         """Return the blob's bytes and ETag, read consistently; :class:`BlobNotFound`."""
-        found = self._read(name, self._path(name))
+        path = self._path(name)
+        with _storage_errors(name), self._reading(name):
+            found = self.etags.read(path)
         if found is None:
             raise BlobNotFound(name)
         return Blob(name=name, data=found[0], etag=found[1])
 
-    def _read(self, name: str, path: str) -> tuple[bytes, str] | None:
-        keeper = self.etags
-        if not keeper.needs_read_lock:
-            with contextlib.suppress(Busy):
-                return keeper.read(path)
-        with self._locked(name, fcntl.LOCK_SH):
-            return keeper.read(path, locked=True)
-
     def read_if_changed(self, name: str, etag: str) -> Blob | None:
         """None if the blob still has ``etag``; else as :meth:`read`."""
         path = self._path(name)
-        if self.etags.needs_read_lock:
-            with self._locked(name, fcntl.LOCK_SH):
-                current = self.etags.current(path)
-        else:
+        with _storage_errors(name), self._reading(name):
             current = self.etags.current(path)
         return None if current == etag else self.read(name)
 
     def write(self, name: str, data: bytes, condition: Condition) -> str:
         """Write if ``condition`` holds (else :class:`PreconditionFailed`); a fresh ETag."""
         path = self._path(name)
-        with self._locked(name, fcntl.LOCK_EX):
-            current = self.etags.current(path)
-            _check_condition(name, current, condition)
+        with _storage_errors(name), self._locked(name, fcntl.LOCK_EX):
+            _check_condition(name, self.etags.current(path), condition)
             etag = new_etag()
-            self.etags.replace(path, data, etag, existing=current is not None)
+            self.etags.replace(path, data, etag)
         return etag
 
     def delete(self, name: str, condition: Condition = _UNCONDITIONAL) -> None:
@@ -117,13 +112,13 @@ class FileBlobStore:
         path = self._path(name)
         if condition.absent:
             raise ValueError("a create-only condition has no meaning for delete")
-        with self._locked(name, fcntl.LOCK_EX):
+        with _storage_errors(name), self._locked(name, fcntl.LOCK_EX):
             current = self.etags.current(path)
             _check_condition(name, current, condition)  # If-Match on a missing blob: 412
             if current is None:
                 raise BlobNotFound(name)
             self.etags.remove(path)
-        prune_empty_parents(path, stop=self._content)
+        durable.prune_empty_parents(path, stop=self._content)
 
     def list_names(self, prefix: str) -> Iterator[str]:
         """Yield the names starting with ``prefix`` in lexical order, walking only the
@@ -132,11 +127,17 @@ class FileBlobStore:
         if "/" in prefix:
             _check_name(directory)
         base = f"{directory}/" if directory else ""
-        yield from _walk(os.path.join(self._content, directory), base, leaf)
+        with _storage_errors(prefix):
+            yield from _walk(os.path.join(self._content, directory), base, leaf)
 
     def _path(self, name: str) -> str:
         _check_name(name)
         return os.path.join(self._content, name)
+
+    def _reading(self, name: str) -> AbstractContextManager[None]:
+        if self.etags.needs_read_lock:
+            return self._locked(name, fcntl.LOCK_SH)
+        return contextlib.nullcontext()
 
     @contextlib.contextmanager
     def _locked(self, name: str, mode: int) -> Iterator[None]:
@@ -150,10 +151,20 @@ class FileBlobStore:
     def _open_lock(self, stripe: int) -> int:
         path = os.path.join(self._locks, f"{stripe:04d}")
         try:
-            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except FileNotFoundError:
-            os.makedirs(self._locks, exist_ok=True)
-            return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            os.makedirs(self._locks, exist_ok=True)  # lock files need no durability
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+@contextlib.contextmanager
+def _storage_errors(name: str) -> Iterator[None]:
+    """An I/O failure (EIO from fsync, a full or read-only disk, ...) is a dependency
+    failure (503, retry), never a 500; the write it interrupted was not acknowledged."""
+    try:
+        yield
+    except OSError as exc:
+        raise StorageUnavailable(f"local storage failed on {name}: {exc}") from exc
 
 
 def _check_name(name: str) -> None:
@@ -161,7 +172,7 @@ def _check_name(name: str) -> None:
     if not name or name.startswith("/") or "\\" in name or "\0" in name:
         raise ValueError(f"invalid blob name: {name!r}")
     for segment in name.split("/"):
-        if segment in ("", ".", "..") or segment.startswith(TEMP_PREFIX):
+        if segment in ("", ".", "..") or segment.startswith(durable.TEMP_PREFIX):
             raise ValueError(f"invalid blob name: {name!r}")
 
 
@@ -199,5 +210,5 @@ def _sorted_entries(directory: str) -> list[tuple[str, bool]]:
             entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in scan]
     except (FileNotFoundError, NotADirectoryError):
         return []
-    visible = [(n, d) for n, d in entries if not n.startswith(TEMP_PREFIX)]
+    visible = [(n, d) for n, d in entries if not n.startswith(durable.TEMP_PREFIX)]
     return sorted(visible, key=lambda item: item[0] + "/" if item[1] else item[0])
