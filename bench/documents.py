@@ -4,8 +4,11 @@
                                         [--write-docs]
 
 Measures /v1/health (baseline), GET and PATCH of distinct documents at 1, 8 and 32
-clients, a hot document patched by many writers (verified afterwards), and the raw
-BlobStore calls in-process; checks the targets; keeps raw JSON in bench/results/.
+clients, a hot document patched by many writers (verified afterwards), the raw
+BlobStore calls in-process and, for the local store, the same calls as bare durable
+system calls (write, fsync, rename, directory fsync); checks the targets (PATCH p50 at
+1 client within 2x the sum of its raw durable calls, issue 9); keeps raw JSON in
+bench/results/.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from bench.harness import (
 )
 from bench.storage import (
     creation_cost,
+    durable_latency,
+    durable_target,
     open_backend,
     raw_latency,
     storage_calls,
@@ -240,12 +245,20 @@ def bench_backend(name: str, args: argparse.Namespace) -> dict[str, Any]:
             # Before the server's files are deleted: that would slow write_create (see
             # creation_cost).
             result["raw"] = raw_latency(backend.raw_store, args.raw_calls)
+            if name == "local":  # the same calls as bare syscalls, next to the server's data
+                result["raw_durable"] = durable_latency(server.workdir / "raw", args.raw_calls)
             result["storage_calls"] = storage_calls(backend.raw_store)
         finally:
             server.stop()
         for hot in result["hot"]:
             print(f"  hot    w={hot['writers']:<2} " + report.brief(hot), flush=True)
     result["storage_ratio"] = storage_ratio(result)
+    for kind, stats in result.get("raw_durable", {}).items():
+        steps = stats.get("steps_p50_ms", "")
+        print(f"  raw    {kind:<14} " + report.brief(stats) + f"  {steps}", flush=True)
+    if "raw_durable" in result:
+        result["durable_ratio"] = storage_ratio(result, "raw_durable")
+        print(f"  PATCH vs raw durable calls: {result['durable_ratio']}", flush=True)
     return result
 
 
@@ -275,7 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {k: v for k, v in vars(args).items() if k != "write_docs"},
         "backends": [bench_backend(name, args) for name in names],
     }
-    results["targets"] = report.targets(results["backends"])
+    results["targets"] = report.targets(results["backends"]) + [
+        durable_target(b) for b in results["backends"] if "durable_ratio" in b
+    ]
     results["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)
     print(report.targets_text(results["targets"]))
     RESULTS.mkdir(parents=True, exist_ok=True)
