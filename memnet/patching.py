@@ -63,7 +63,7 @@ def _parse_op(index: int, item: Any) -> Op:
     if not isinstance(item, dict):
         raise _invalid(index, "operation must be an object")
     name = item.get("op")
-    if name not in KNOWN_OPS:
+    if not isinstance(name, str) or name not in KNOWN_OPS:  # a list would be unhashable
         raise _invalid(index, f"unknown op {name!r}")
     if name in OPS_WITH_VALUE and "value" not in item:
         raise _invalid(index, f"'{name}' needs a 'value'")

@@ -85,7 +85,7 @@ def _flag(body: dict[str, Any], name: str) -> bool:
 
 def _render(body: dict[str, Any]) -> str:
     value = body.get("render", "json")
-    if value not in RENDERS:
+    if not isinstance(value, str) or value not in RENDERS:
         raise BadRequest(
             f"render must be one of {list(RENDERS)}.", code="INVALID_FIELD", field="render"
         )

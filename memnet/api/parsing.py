@@ -149,7 +149,7 @@ def optional_str(body: Mapping[str, Any], name: str) -> str | None:
 
 def reason(body: Mapping[str, Any], default: str) -> str:
     value = body.get("reason", default)
-    if value not in REASONS:
+    if not isinstance(value, str) or value not in REASONS:
         raise BadRequest(
             f"reason must be one of {sorted(REASONS)}.", code="INVALID_FIELD", field="reason"
         )

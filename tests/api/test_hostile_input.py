@@ -297,3 +297,22 @@ def test_another_caller_who_uses_the_same_key_first_does_not_block_the_victim(
     victim = patch(client, etag, [{"op": "add", "path": PREF, "value": "mine"}], "shared-key")
     assert victim.status == 200 and "idempotent-replayed" not in victim.headers
     assert victim.data["document"]["content"]["preferences"] == ["mine"]
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "code"),
+    [
+        (doc_url(), {"ops": [{"op": ["add"], "path": "/content"}]}, "INVALID_PATCH"),
+        (doc_url(), {"ops": [{"op": {"x": 1}, "path": "/content"}]}, "INVALID_PATCH"),
+        (doc_url(), {"ops": [], "reason": ["live_update"]}, "INVALID_FIELD"),
+        ("/v1/tenants/t1/users/u1/context:assemble", {"render": ["text"]}, "INVALID_FIELD"),
+    ],
+)
+def test_a_list_where_a_name_belongs_is_a_400_not_a_500(
+    client: ApiClient, route: str, body: dict[str, Any], code: str
+):
+    """Found by the property suite: ``[..] in frozenset`` raised TypeError (a 500)."""
+    method = "POST" if route.endswith("assemble") else "PATCH"
+    headers = {"If-None-Match": "*", "Idempotency-Key": "unhashable"}
+    reply = client.request(method, route, body, headers)
+    assert (reply.status, reply.error_code) == (400, code), reply.data
