@@ -10,7 +10,7 @@ import azure.functions as func
 
 from memnet.api import context, documents, events, health
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.workers import handle_index_job
+from memnet.api.workers import handle_index_job
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 

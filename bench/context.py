@@ -1,4 +1,4 @@
-"""Context assembly against a real ``python -m memnet serve``, per storage backend.
+"""Context assembly against a real ``python -m funchost serve``, per storage backend.
 
     .venv/bin/python -m bench.context [--backend local|azurite|all] [--requests N]
                                       [--write-docs]
@@ -118,7 +118,7 @@ def bench_backend(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def check_profile() -> list[str]:
     """The bench profiles load (the same check the server makes at startup)."""
-    from memnet.registry import load_registry
+    from memnet.services.registry import load_registry
 
     return load_registry(PROFILES).profile_ids()
 

@@ -11,7 +11,7 @@ batches of the reindex job's size (events/s recorded) and cached under ``--dir``
 (``--rebuild`` builds again).
 
 Per dataset, at 1 and 8 concurrent clients: ``SqliteSearchIndex.search`` in-process (the
-index alone) and ``POST .../events:search`` through a real ``python -m memnet serve``
+index alone) and ``POST .../events:search`` through a real ``python -m funchost serve``
 on the dataset (index, then one blob read per hit; blobs are written for exactly the
 events the query set returns, so a 1M dataset needs no million files). Then ingest
 through ``POST .../events`` on a fresh server. Raw JSON goes to bench/results/.
@@ -48,8 +48,8 @@ from bench.harness import (
 from bench.search_report import KINDS, targets, write_markdown
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.adapters.local.search import SqliteSearchIndex
-from memnet.event_index import JOB_BATCH, event_name
 from memnet.ports import Condition, EventQuery, IndexedEvent, PreconditionFailed
+from memnet.services.event_index import JOB_BATCH, event_name
 
 GENERATOR = "2"  # bump when the data or its layout changes: cached datasets are rebuilt
 TENANT = "bench"

@@ -75,7 +75,7 @@ def _header(results: dict[str, Any]) -> str:
             "(another seed) run first in the process, as in a server that has been up.",
             "- **index**: `SqliteSearchIndex.search` in-process, client threads with a SQLite "
             "connection each (the index alone). **http**: `POST .../events:search` through "
-            "one `python -m memnet serve` whose data directory is the dataset (index, then "
+            "one `python -m funchost serve` whose data directory is the dataset (index, then "
             "one blob read per hit, JSON over HTTP); the blobs written are exactly the "
             "events the query set returns, and a reply counts as an error unless it returns "
             "the events the index returned in-process. Clients and server share the 2 CPUs.",
@@ -112,7 +112,7 @@ def _datasets(sizes: list[dict[str, Any]]) -> str:
     note = (
         "Index events/s: the last 10,000 events of each dataset (all of `1k`) upserted with "
         "`SqliteSearchIndex.upsert` in batches of 200 (one reindex job's batch, "
-        "`memnet.event_index.JOB_BATCH`) into the index already holding the rest, which "
+        "`memnet.services.event_index.JOB_BATCH`) into the index already holding the rest, which "
         "went in in batches of 10,000 to build it quickly; users interleaved as events "
         "arrive. Measured when the dataset was built (a cached dataset keeps its build's "
         "figure and date; `--rebuild` measures again). Size: the SQLite file, its WAL and "

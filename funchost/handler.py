@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("funchost")
 
 _METHOD = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
-_ERROR_CODES = {HTTPStatus.REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE"}  # as memnet.errors
+_ERROR_CODES = {HTTPStatus.REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE"}  # as memnet.domain.errors
 _LINGER_SECONDS = 1.0  # after a refusal, the longest the host reads on to close cleanly
 
 

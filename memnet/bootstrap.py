@@ -10,17 +10,16 @@ import threading
 from dataclasses import dataclass
 from datetime import timedelta
 
-from memnet.audit import AuditLog
-from memnet.auth import Authenticator
-from memnet.clock import SystemClock
-from memnet.context import ContextService
-from memnet.documents import DocumentService
-from memnet.events import EventService
-from memnet.idempotency import IdempotencyStore
-from memnet.ports import BlobStore, Clock, MessageQueue, SearchIndex
-from memnet.registry import ProfileRegistry, load_registry
+from memnet.adapters.clock import SystemClock
+from memnet.domain.similarity import LexicalSimilarity, Similarity
+from memnet.ports import Authenticator, BlobStore, Clock, MessageQueue, SearchIndex
+from memnet.services.audit import AuditLog
+from memnet.services.context import ContextService
+from memnet.services.documents import DocumentService
+from memnet.services.events import EventService
+from memnet.services.idempotency import IdempotencyStore
+from memnet.services.registry import ProfileRegistry, load_registry
 from memnet.settings import Settings
-from memnet.similarity import LexicalSimilarity, Similarity
 
 
 @dataclass(frozen=True)

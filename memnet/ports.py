@@ -6,10 +6,13 @@ both pass one contract suite (``tests/contract``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
+
+from memnet.domain.callers import Caller
 
 
 class StorageError(Exception):
@@ -121,6 +124,35 @@ class QueueMessage:
     dequeue_count: int
 
 
+# The queue contract's limits, Azure Storage Queues' own (every adapter checks them).
+TTL_SECONDS = 7 * 24 * 3600
+MAX_DELAY_SECONDS = TTL_SECONDS
+MAX_MESSAGES = 32
+# Azure caps a message at 64 KiB as stored; bodies travel base64-encoded (the Functions
+# trigger expects that), so 48 KiB of UTF-8 text is the most any adapter can accept.
+MAX_BODY_BYTES = 48 * 1024
+# Azure's rule: 3-63 of [a-z0-9-], starting and ending alphanumeric, no "--".
+_QUEUE_NAME = re.compile(r"(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+
+
+def check_queue_name(queue: str) -> None:
+    """Azure's queue naming rule; :class:`ValueError` otherwise."""
+    if not _QUEUE_NAME.fullmatch(queue):
+        raise ValueError(f"invalid queue name: {queue!r}")
+
+
+def check_body(body: str) -> None:
+    """At most :data:`MAX_BODY_BYTES` of UTF-8; :class:`ValueError` otherwise."""
+    size = len(body.encode("utf-8"))
+    if size > MAX_BODY_BYTES:
+        raise ValueError(f"message body is {size} bytes; the limit is {MAX_BODY_BYTES}")
+
+
+def check_range(name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, not {value}")
+
+
 class MessageQueue(Protocol):
     """Azure Storage Queue semantics on every adapter: at-least-once delivery, visibility
     timeout, dequeue count, delayed messages. Queue names: ``[a-z0-9-]{3,63}``. Bodies are
@@ -215,6 +247,17 @@ class SearchIndex(Protocol):
     ) -> Iterator[tuple[str, str, str]]:
         """(tenant_id, user_id, event_id) of every entry of one user, one tenant, or
         (``tenant_id`` None) the whole index (for reindex)."""
+        ...
+
+    def describe(self) -> str: ...
+
+
+class Authenticator(Protocol):
+    """Turns request headers into a :class:`~memnet.domain.callers.Caller` (spec 16.1)."""
+
+    def authenticate(self, headers: Mapping[str, str]) -> Caller:
+        """Return the caller the headers prove, or raise
+        :class:`~memnet.domain.errors.Unauthenticated`."""
         ...
 
     def describe(self) -> str: ...

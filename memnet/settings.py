@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from memnet.errors import ConfigError
+from memnet.domain.errors import ConfigError
 
 STORAGE_KINDS = ("local", "azure")
 

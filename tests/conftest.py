@@ -14,7 +14,7 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
-from memnet.event_index import INDEX_QUEUE
+from memnet.services.event_index import INDEX_QUEUE
 from memnet.settings import Settings
 from tests.azurite import azurite, azurite_queue
 from tests.clients import ApiClient, DirectClient, HttpClient

@@ -8,9 +8,9 @@ from memnet import bootstrap
 from memnet.api import parsing
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.context import AssembleRequest
-from memnet.errors import BadRequest
-from memnet.identifiers import check_identifier
+from memnet.domain.errors import BadRequest
+from memnet.domain.identifiers import check_identifier
+from memnet.services.context import AssembleRequest
 
 FIELDS = frozenset(
     {"profile_id", "conversation_hint", "max_docs", "max_chars_total", "debug", "render"}

@@ -10,12 +10,13 @@ from typing import Any
 from memnet import bootstrap
 from memnet.api import parsing
 from memnet.api.endpoint import endpoint
+from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.auth import Caller
-from memnet.document_model import Precondition, StoredDocument, WriteCommand
-from memnet.errors import BadRequest
-from memnet.idempotency import Response
-from memnet.patching import parse_ops
+from memnet.domain.callers import Caller
+from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
+from memnet.domain.errors import BadRequest
+from memnet.domain.patching import parse_ops
+from memnet.services.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
@@ -123,4 +124,4 @@ def _render(response: Response, caller: Caller) -> ApiResponse:
     headers = {"ETag": body["etag"]}
     if response.get("replayed"):
         headers["Idempotent-Replayed"] = "true"
-    return ApiResponse.json(response["status"], body, headers)
+    return ApiResponse.json(created_status(response), body, headers)

@@ -12,8 +12,9 @@ import secrets
 import time
 from collections.abc import Callable
 
+from memnet.api.errors import error_response
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.errors import MemnetError, Unavailable
+from memnet.domain.errors import MemnetError, Unavailable
 from memnet.ports import StorageError
 
 log = logging.getLogger("memnet.api")
@@ -25,18 +26,6 @@ _UNAVAILABLE = Unavailable("Storage is unavailable; retry with the same Idempote
 
 def new_request_id() -> str:
     return f"req_{secrets.token_hex(12)}"
-
-
-def error_response(error: MemnetError, request_id: str) -> ApiResponse:
-    payload = {
-        "error": {
-            "code": error.code,
-            "message": error.message,
-            "request_id": request_id,
-            "details": error.details,
-        }
-    }
-    return ApiResponse.json(error.status, payload, error.headers())
 
 
 def _internal(request_id: str) -> ApiResponse:

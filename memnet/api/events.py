@@ -8,11 +8,12 @@ from typing import Any
 from memnet import bootstrap
 from memnet.api import parsing
 from memnet.api.endpoint import endpoint
+from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.errors import BadRequest
-from memnet.identifiers import SEGMENT, check_identifier
+from memnet.domain.errors import BadRequest
+from memnet.domain.identifiers import SEGMENT, check_identifier
+from memnet.domain.timestamps import format_timestamp, parse_timestamp
 from memnet.ports import EventQuery
-from memnet.timestamps import format_timestamp, parse_timestamp
 
 SEARCH_FIELDS = frozenset(
     {
@@ -49,7 +50,7 @@ def write_event(request: ApiRequest, request_id: str) -> ApiResponse:
     fingerprint = parsing.fingerprint(request, caller.caller_id, body)
     response = services.events.write(caller, tenant_id, user_id, body, key, fingerprint)
     headers = {"Idempotent-Replayed": "true"} if response.get("replayed") else {}
-    return ApiResponse.json(response["status"], response["body"], headers)
+    return ApiResponse.json(created_status(response), response["body"], headers)
 
 
 @endpoint

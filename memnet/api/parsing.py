@@ -12,17 +12,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from memnet.api.http import ApiRequest
-from memnet.envelope import canonical
-from memnet.errors import (
+from memnet.domain.envelope import canonical
+from memnet.domain.errors import (
     BadRequest,
     Forbidden,
     PayloadTooLarge,
     PreconditionRequired,
     UnsupportedMediaType,
 )
-from memnet.identifiers import check_document_path, check_identifier
-from memnet.layout import DocumentRef
-from memnet.pointers import depth_exceeds
+from memnet.domain.identifiers import check_document_path, check_identifier
+from memnet.domain.layout import DocumentRef
+from memnet.domain.pointers import depth_exceeds
 
 MAX_EVIDENCE_CHARS = 4096
 MAX_DEPTH = 64

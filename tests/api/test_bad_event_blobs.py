@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from funchost import start_in_thread
+from funchost.__main__ import OPERATOR
 from funchost.queues import PortQueueSource
 from memnet import bootstrap
-from memnet.__main__ import OPERATOR
 from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.bootstrap import Services
-from memnet.event_index import INDEX_QUEUE
 from memnet.ports import Condition, EventQuery, StorageError
+from memnet.services.event_index import INDEX_QUEUE
 from tests.api.test_event_indexing import FlakyIndex, wait_for
 from tests.api.test_events import event, ids, post, search
 from tests.clients import DirectClient

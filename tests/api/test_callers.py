@@ -13,7 +13,7 @@ import pytest
 
 from memnet import bootstrap
 from memnet.adapters.local.apikeys import hash_key
-from memnet.errors import ConfigError
+from memnet.domain.errors import ConfigError
 from memnet.settings import Settings
 from tests.api.test_documents import create
 from tests.clients import DirectClient
@@ -140,7 +140,7 @@ def test_serve_refuses_to_start_with_a_broken_profile(tmp_path: Path):
         [
             sys.executable,
             "-m",
-            "memnet",
+            "funchost",
             "serve",
             "--port",
             "0",

@@ -12,9 +12,9 @@ import pytest
 
 from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
-from memnet.context import ContextService
+from memnet.domain.similarity import LexicalSimilarity
 from memnet.ports import Blob, Condition
-from memnet.similarity import LexicalSimilarity
+from memnet.services.context import ContextService
 from tests.clients import DirectClient
 from tests.conftest import ADMIN_KEY, AGENT_KEY, doc_url, make_settings
 
@@ -214,7 +214,7 @@ def test_with_the_index_ttl_off_every_assembly_confirms_the_routing_index(tmp_pa
 
 def test_within_the_index_ttl_the_index_is_trusted_but_a_miss_asks_storage(tmp_path: Path):
     clock = Clock()
-    store = install(tmp_path, index_ttl=5, clock=clock)
+    store = install(tmp_path, index_ttl=5, monotonic=clock)
     etag = put_index([{"project_id": "alpha"}], {"If-None-Match": "*"})
     assemble("alpha")
     assert counted(store, "alpha")[1] == 3  # user_static, user_dynamic, alpha
@@ -230,7 +230,7 @@ def test_a_new_project_that_competes_with_a_known_one_waits_for_the_index_ttl(
 ):
     """The documented price of the index TTL."""
     clock = Clock()
-    install(tmp_path, index_ttl=5, clock=clock)
+    install(tmp_path, index_ttl=5, monotonic=clock)
     etag = put_index([{"project_id": "alpha", "keywords": ["search"]}], {"If-None-Match": "*"})
     assert assemble("alpha search")["selected_project_id"] == "alpha"
     put_index(
@@ -258,7 +258,7 @@ def tie_user() -> dict[str, str]:
 
 def test_tie_break_reads_no_candidate_within_the_semantic_ttl(tmp_path: Path):
     clock = Clock()
-    store = install(tmp_path, index_ttl=0, semantic_ttl=30, clock=clock)
+    store = install(tmp_path, index_ttl=0, semantic_ttl=30, monotonic=clock)
     tie_user()
     first, cold = counted(store, "shared kafka lag")
     assert first["selected_project_id"] == "p1"
@@ -271,7 +271,7 @@ def test_tie_break_reads_no_candidate_within_the_semantic_ttl(tmp_path: Path):
 
 def test_a_document_chosen_with_a_cached_text_is_returned_as_it_is_now(tmp_path: Path):
     clock = Clock()
-    install(tmp_path, semantic_ttl=30, clock=clock)
+    install(tmp_path, semantic_ttl=30, monotonic=clock)
     etags = tie_user()
     assert assemble("shared kafka lag")["selected_project_id"] == "p1"
     etag = put_project("p1", "kafka consumers, now with tracing", {"If-Match": etags["p1"]})
@@ -283,7 +283,7 @@ def test_a_document_chosen_with_a_cached_text_is_returned_as_it_is_now(tmp_path:
 
 def test_semantic_texts_follow_the_documents_once_the_ttl_is_over(tmp_path: Path):
     clock = Clock()
-    install(tmp_path, semantic_ttl=30, clock=clock)
+    install(tmp_path, semantic_ttl=30, monotonic=clock)
     etags = tie_user()
     assert assemble("shared grafana")["selected_project_id"] == "p2"
     put_project("p1", "grafana dashboards for kafka", {"If-Match": etags["p1"]})

@@ -1,7 +1,7 @@
 """Index failures lose nothing (issue 4, ARCHITECTURE.md "Events"): the event blob is the
 record; when indexing fails the write still succeeds and the real queue-triggered function
 of ``function_app.py``, run by the local host, indexes the event once the index is back.
-Also the operator's ``python -m memnet reindex`` command. Local files and SQLite queue, and
+Also the operator's ``python -m funchost reindex`` command. Local files and SQLite queue, and
 Azure Blob and Azure Storage Queues on Azurite."""
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from funchost.queues import PortQueueSource
 from memnet import bootstrap
 from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.bootstrap import Services
-from memnet.event_index import INDEX_QUEUE
 from memnet.ports import (
     BlobStore,
     Condition,
@@ -33,6 +32,7 @@ from memnet.ports import (
     StorageError,
     StorageUnavailable,
 )
+from memnet.services.event_index import INDEX_QUEUE
 from tests.api.test_events import BASE, event, ids, post, search
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, REPO, backend_settings, make_settings
@@ -302,7 +302,7 @@ def run_cli(data_dir: Path, *args: str) -> str:
         "MEMNET_PROFILES_DIR": str(REPO / "profiles"),
         "MEMNET_CALLERS_FILE": str(REPO / "callers.dev.json"),
     }
-    command = [sys.executable, "-m", "memnet", *args, "--settings", str(data_dir / "none.json")]
+    command = [sys.executable, "-m", "funchost", *args, "--settings", str(data_dir / "none.json")]
     done = subprocess.run(
         command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=True
     )

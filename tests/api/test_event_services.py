@@ -14,7 +14,7 @@ import pytest
 from memnet import bootstrap
 from memnet.adapters.local.apikeys import hash_key
 from memnet.bootstrap import Services
-from memnet.errors import ConfigError
+from memnet.domain.errors import ConfigError
 from tests.api.test_events import BASE, event, ids, post, search
 from tests.clients import ApiClient, DirectClient, HttpClient
 from tests.conftest import make_settings

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memnet.__main__ import OPERATOR
+from funchost.__main__ import OPERATOR
 from memnet.bootstrap import Services
 from memnet.ports import IndexedEvent
 from tests.clients import ApiClient, Reply

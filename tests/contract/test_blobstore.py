@@ -31,7 +31,7 @@ from memnet.adapters.local import durable
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.adapters.local.etags import ATTR, etag_from_stat
 from memnet.bootstrap import blob_store
-from memnet.errors import ConfigError
+from memnet.domain.errors import ConfigError
 from memnet.ports import (
     Blob,
     BlobNotFound,

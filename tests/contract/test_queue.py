@@ -26,8 +26,10 @@ from azure.core.exceptions import (
 )
 
 from memnet.adapters.azure.queue import AzureStorageQueue, map_queue_errors
-from memnet.adapters.local.queue import MAX_BODY_BYTES, TTL_SECONDS, SqliteQueue
+from memnet.adapters.local.queue import SqliteQueue
 from memnet.ports import (
+    MAX_BODY_BYTES,
+    TTL_SECONDS,
     MessageQueue,
     PreconditionFailed,
     QueueMessage,

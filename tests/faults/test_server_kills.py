@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from memnet.audit import fold
+from memnet.services.audit import fold
 from tests.conftest import AGENT_KEY, REPO
 
 KILLS = 6
@@ -43,7 +43,7 @@ def free_port() -> int:
 
 @dataclass
 class Server:
-    """``python -m memnet serve`` on a free port over ``data_dir``, restartable."""
+    """``python -m funchost serve`` on a free port over ``data_dir``, restartable."""
 
     data_dir: Path
     port: int = 0
@@ -58,7 +58,7 @@ class Server:
             # A retry may take over the claim a killed request left pending at once.
             MEMNET_IDEMPOTENCY_LEASE_SECONDS="0",
         )
-        command = [sys.executable, "-m", "memnet", "serve", "--port", str(self.port)]
+        command = [sys.executable, "-m", "funchost", "serve", "--port", str(self.port)]
         command += ["--data-dir", str(self.data_dir), "--settings", "none.json"]
         log = (self.data_dir.parent / "server.log").open("ab")
         self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)

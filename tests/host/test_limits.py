@@ -51,7 +51,7 @@ def test_declared_300_mb_is_refused_at_once_without_reading_the_body(
     assert time.monotonic() - started < 1  # it did not wait for 300 MB
     assert reply.status == 413 and reply.closed
     error = reply.error
-    assert error["code"] == "PAYLOAD_TOO_LARGE"  # as memnet.errors.PayloadTooLarge
+    assert error["code"] == "PAYLOAD_TOO_LARGE"  # as memnet.domain.errors.PayloadTooLarge
     assert error["details"] == {"limit": LIMIT}
 
 
@@ -141,8 +141,8 @@ def test_truncated_body_is_400(server: RunningServer, request_bytes: bytes) -> N
 def test_memnet_serve_gives_the_host_the_apps_body_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from funchost.__main__ import main
     from memnet import bootstrap
-    from memnet.__main__ import main
 
     repo = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("MEMNET_MAX_BODY_BYTES", "12345")

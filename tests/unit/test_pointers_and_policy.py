@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from memnet import pointers
-from memnet.errors import BadRequest
-from memnet.identifiers import check_document_path, check_identifier
-from memnet.patching import parse_ops
-from memnet.policy import WriteIntent, plan_ops
-from memnet.registry import load_registry
+from memnet.domain import pointers
+from memnet.domain.errors import BadRequest
+from memnet.domain.identifiers import check_document_path, check_identifier
+from memnet.domain.patching import parse_ops
+from memnet.domain.policy import WriteIntent, plan_ops
+from memnet.services.registry import load_registry
 
 PROFILE = load_registry(Path(__file__).resolve().parents[2] / "profiles").get("project-copilot-v1")
 assert PROFILE is not None
@@ -115,7 +115,7 @@ def test_bad_document_paths(path: str):
 
 
 def test_writing_the_parent_of_a_durable_section_passes_the_gate_too():
-    from memnet.profiles import build_profile
+    from memnet.domain.profiles import build_profile
 
     raw = dict(PROFILE.raw)
     raw["confidence_rules"] = {
@@ -139,15 +139,15 @@ def test_writing_the_parent_of_a_durable_section_passes_the_gate_too():
 
 
 def test_routing_tokens_fold_case_accents_punctuation_and_joiners():
-    from memnet.routing import tokens
+    from memnet.domain.routing import phrase_of
 
-    assert tokens("CAFÉ-Rewrite!") == ("cafe", "rewrite")
-    assert tokens("I'm a fan of M&A") == ("im", "a", "fan", "of", "ma")
-    assert tokens("Señor   Data\u2019s") == ("senor", "datas")
+    assert phrase_of("CAFÉ-Rewrite!") == ("cafe", "rewrite")
+    assert phrase_of("I'm a fan of M&A") == ("im", "a", "fan", "of", "ma")
+    assert phrase_of("Señor   Data\u2019s") == ("senor", "datas")
 
 
 def test_routing_scores_extra_phrases_and_caps_keywords():
-    from memnet.routing import RoutingIndex, rank_hint, tokens
+    from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint
 
     index = RoutingIndex.build(
         [
@@ -156,9 +156,9 @@ def test_routing_scores_extra_phrases_and_caps_keywords():
             {"project_id": "zurich-office", "name": "Zürich Office"},
         ]
     )
-    ranking = rank_hint(index, tokens("latency of shards after reindex"))
+    ranking = rank_hint(index, phrase_of("latency of shards after reindex"))
     assert ranking.tied == ("search-infra",) and ranking.best == 0.8
-    ranking = rank_hint(index, tokens("alpha latency, shards, reindex, cluster"))
+    ranking = rank_hint(index, phrase_of("alpha latency, shards, reindex, cluster"))
     assert ranking.tied == ("alpha",)  # keywords alone stop at 0.9, below a name
     for hint in ("zurich office", "Zuerich Office", "ZÜRICH-office"):
-        assert rank_hint(index, tokens(hint)).tied == ("zurich-office",)
+        assert rank_hint(index, phrase_of(hint)).tied == ("zurich-office",)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memnet.errors import ConfigError
-from memnet.registry import load_registry
+from memnet.domain.errors import ConfigError
+from memnet.services.registry import load_registry
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint
+from memnet.domain.similarity import LexicalSimilarity
 from memnet.ports import BlobNotFound
-from memnet.routing import RoutingIndex, rank_hint, tokens
-from memnet.similarity import LexicalSimilarity
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "routing"
 ROUTING_SET = json.loads((DATA / "user.json").read_text(encoding="utf-8"))
@@ -29,13 +29,13 @@ def test_a_phrase_inside_a_longer_match_of_another_project_does_not_count():
             {"project_id": "s1", "keywords": ["search"]},
         ]
     )
-    inside = rank_hint(index, tokens("alpha search latency"))
+    inside = rank_hint(index, phrase_of("alpha search latency"))
     assert (inside.best, inside.tied) == (1.1, ("alpha-search",))
     assert inside.scores == {"alpha-search": 1.1}  # "alpha" inside "alpha search" is not alpha's
-    both = rank_hint(index, tokens("alpha and alpha search"))
+    both = rank_hint(index, phrase_of("alpha and alpha search"))
     assert both.scores == {"alpha": 1.0, "alpha-search": 1.1}
     assert both.matched == {"alpha": ["alpha"], "alpha-search": ["alpha", "alpha search"]}
-    apart = rank_hint(index, tokens("search alpha"))
+    apart = rank_hint(index, phrase_of("search alpha"))
     assert apart.tied == ("alpha",) and apart.scores == {
         "s1": 0.6,
         "alpha": 1.0,
@@ -57,7 +57,7 @@ def test_cached_similarity_scores_equal_fresh_ones():
 
 
 def test_reads_go_concurrent_only_once_they_are_slow():
-    from memnet.context_reads import ReadTimer
+    from memnet.services.context_reads import ReadTimer
 
     class SlowStore:
         def __init__(self, seconds: float) -> None:

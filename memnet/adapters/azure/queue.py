@@ -25,14 +25,17 @@ from azure.core.exceptions import (
 from azure.storage.queue import QueueClient, TextBase64DecodePolicy, TextBase64EncodePolicy
 
 from memnet.adapters.azure.errors import error_code, is_unavailable
-from memnet.adapters.local.queue import (
+from memnet.ports import (
     MAX_DELAY_SECONDS,
     MAX_MESSAGES,
+    PreconditionFailed,
+    QueueMessage,
+    StorageError,
+    StorageUnavailable,
     check_body,
     check_queue_name,
     check_range,
 )
-from memnet.ports import PreconditionFailed, QueueMessage, StorageError, StorageUnavailable
 
 if TYPE_CHECKING:
     from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential, TokenCredential

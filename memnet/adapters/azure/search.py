@@ -39,8 +39,8 @@ from azure.core.exceptions import (
 from azure.search.documents import SearchClient
 from azure.search.documents.indexes import SearchIndexClient
 
+from memnet.domain.timestamps import normalise_timestamp
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
-from memnet.timestamps import normalise_timestamp
 
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
@@ -243,7 +243,7 @@ def _any_of(variable: str, values: Sequence[str]) -> str:
 
 
 def utc(value: str) -> str:
-    """An RFC 3339 timestamp as UTC ``...Z`` (:mod:`memnet.timestamps`, the one parser;
+    """An RFC 3339 timestamp as UTC ``...Z`` (:mod:`memnet.domain.timestamps`, the one parser;
     400 ``InvalidTimestamp`` otherwise)."""
     return normalise_timestamp(value)
 

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from memnet.auth import ANY, ROLES, Caller
-from memnet.errors import ConfigError, Unauthenticated
-from memnet.identifiers import SEGMENT
+from memnet.domain.callers import ANY, ROLES, Caller
+from memnet.domain.errors import ConfigError, Unauthenticated
+from memnet.domain.identifiers import SEGMENT
 
 
 def hash_key(key: str) -> str:

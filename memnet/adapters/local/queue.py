@@ -8,7 +8,8 @@
 - ``send`` may delay visibility; order is by visible time, then insertion (FIFO-ish);
 - messages live seven days from ``send`` (Azure's default TTL); expired ones are never
   delivered and are purged by ``receive``;
-- names and limits are Azure's (:data:`MAX_BODY_BYTES`, :func:`check_queue_name`).
+- names and limits are Azure's (:data:`memnet.ports.MAX_BODY_BYTES`,
+  :func:`memnet.ports.check_queue_name`).
 
 Concurrency: WAL mode, a ``busy_timeout``, a fresh connection per call (safe across
 threads and processes, and after ``fork``). ``receive`` claims its messages inside one
@@ -18,7 +19,6 @@ threads and processes, and after ``fork``). ``receive`` claims its messages insi
 from __future__ import annotations
 
 import contextlib
-import re
 import sqlite3
 import time
 import uuid
@@ -26,17 +26,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memnet.adapters.local.sqlite_wal import use_wal
-from memnet.ports import PreconditionFailed, QueueMessage
+from memnet.ports import (
+    MAX_DELAY_SECONDS,
+    MAX_MESSAGES,
+    TTL_SECONDS,
+    PreconditionFailed,
+    QueueMessage,
+    check_body,
+    check_queue_name,
+    check_range,
+)
 
-TTL_SECONDS = 7 * 24 * 3600
-MAX_DELAY_SECONDS = TTL_SECONDS
-MAX_MESSAGES = 32
-# Azure caps a message at 64 KiB as stored; bodies travel base64-encoded (the Functions
-# trigger expects that), so 48 KiB of UTF-8 text is the most any adapter can accept.
-MAX_BODY_BYTES = 48 * 1024
 BUSY_TIMEOUT_MS = 30_000
-# Azure's rule: 3-63 of [a-z0-9-], starting and ending alphanumeric, no "--".
-_QUEUE_NAME = re.compile(r"(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -194,21 +195,3 @@ def _receipt() -> str:
 def _require_one(cursor: sqlite3.Cursor, queue: str, message: QueueMessage) -> None:
     if cursor.rowcount != 1:
         raise PreconditionFailed(f"{queue}/{message.id}")
-
-
-def check_queue_name(queue: str) -> None:
-    """Azure's queue naming rule; :class:`ValueError` otherwise."""
-    if not _QUEUE_NAME.fullmatch(queue):
-        raise ValueError(f"invalid queue name: {queue!r}")
-
-
-def check_body(body: str) -> None:
-    """At most :data:`MAX_BODY_BYTES` of UTF-8; :class:`ValueError` otherwise."""
-    size = len(body.encode("utf-8"))
-    if size > MAX_BODY_BYTES:
-        raise ValueError(f"message body is {size} bytes; the limit is {MAX_BODY_BYTES}")
-
-
-def check_range(name: str, value: int, low: int, high: int) -> None:
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, not {value}")

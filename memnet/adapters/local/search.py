@@ -55,7 +55,7 @@ from memnet.adapters.local.search_postings import (
     analyse,
     prepare,
 )
-from memnet.adapters.local.search_terms import field_counts, filters, iso, query_words, utc
+from memnet.adapters.local.search_terms import field_counts, filters, query_words, utc
 from memnet.adapters.local.search_writes import (
     COLUMNS,
     SCHEMA,
@@ -64,6 +64,7 @@ from memnet.adapters.local.search_writes import (
     remove_event,
 )
 from memnet.adapters.local.sqlite_wal import use_wal
+from memnet.domain.timestamps import format_timestamp
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
 
 BUSY_TIMEOUT_SECONDS = 10.0
@@ -159,7 +160,7 @@ class SqliteSearchIndex:
         ranked, stats = ranking.top(query.top_k, self._max_postings)
         return [
             EventHit(event_id=r[2], score=-r[0] / search_rank.SCALE**2,
-                     timestamp=iso(_moment(-r[1])))
+                     timestamp=format_timestamp(_moment(-r[1])))
             for r in ranked
         ], stats  # fmt: skip
 

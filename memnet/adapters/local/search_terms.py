@@ -1,5 +1,5 @@
 """The pure half of the embedded search index (:mod:`.search`): words of a text, the
-SQL filter clauses of a query, and timestamps (read by :mod:`memnet.timestamps`, the one
+SQL filter clauses of a query, and timestamps (read by :mod:`memnet.domain.timestamps`, the one
 parser) as UTC microseconds. No I/O."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import EventQuery
-from memnet.timestamps import format_timestamp, parse_timestamp
 
 MAX_QUERY_TOKENS = 32
 _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
@@ -112,7 +112,3 @@ def utc(value: str) -> datetime:
 
 def micros(moment: datetime) -> int:
     return (moment - _EPOCH) // _MICROSECOND
-
-
-def iso(moment: datetime) -> str:
-    return format_timestamp(moment)

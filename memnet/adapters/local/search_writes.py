@@ -12,7 +12,8 @@ from datetime import datetime
 
 from memnet.adapters.local import search_rank
 from memnet.adapters.local.search_postings import Counts, analyse, post, to_json
-from memnet.adapters.local.search_terms import iso, micros
+from memnet.adapters.local.search_terms import micros
+from memnet.domain.timestamps import format_timestamp
 from memnet.ports import IndexedEvent
 
 SCHEMA = (  # the tables (docstring of .search)
@@ -83,7 +84,7 @@ def insert_event(
         "INSERT INTO events (scope_id, event_id, ts_us, timestamp, service_id, source_type,"
         " digest, keywords, project_ids, snapshot_uri, evidence, terms)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (scope, event.event_id, ts_us, iso(moment), event.service_id,
+        (scope, event.event_id, ts_us, format_timestamp(moment), event.service_id,
          event.source_type, event.digest, json.dumps(list(event.keywords)),
          json.dumps(list(event.project_ids)), event.snapshot_uri, event.evidence,
          to_json(weighted)),

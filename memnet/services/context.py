@@ -6,7 +6,7 @@ index is cached, none within the optional index TTL), at most ``max_semantic_can
 project documents when routing is ambiguous (none whose semantic text was read within
 the semantic TTL), and one read per binding considered. None of these grow with the
 number of projects a user has. Reads that do not depend on each other run concurrently
-when the service has read workers (:mod:`memnet.context_reads`).
+when the service has read workers (:mod:`memnet.services.context_reads`).
 """
 
 from __future__ import annotations
@@ -17,17 +17,8 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from memnet.auth import Caller
-from memnet.context_reads import (
-    Clock,
-    IndexCache,
-    Reader,
-    ReadTimer,
-    SemanticTexts,
-    build_index,
-    semantic_text,
-)
-from memnet.context_render import (
+from memnet.domain.callers import Caller
+from memnet.domain.context_render import (
     Decision,
     Selected,
     apply_budget,
@@ -36,13 +27,22 @@ from memnet.context_render import (
     response,
     routing_debug,
 )
-from memnet.document_model import StoredDocument
-from memnet.layout import DocumentRef
+from memnet.domain.document_model import StoredDocument
+from memnet.domain.layout import DocumentRef
+from memnet.domain.profiles import Binding, Profile, RoutingRules
+from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint, semantic_confidence
+from memnet.domain.similarity import Similarity
 from memnet.ports import BlobStore
-from memnet.profiles import Binding, Profile, RoutingRules
-from memnet.registry import ProfileRegistry
-from memnet.routing import RoutingIndex, rank_hint, semantic_confidence, tokens
-from memnet.similarity import Similarity
+from memnet.services.context_reads import (
+    IndexCache,
+    Monotonic,
+    Reader,
+    ReadTimer,
+    SemanticTexts,
+    build_index,
+    semantic_text,
+)
+from memnet.services.registry import ProfileRegistry
 
 INDEX_CACHE_SIZE = 1024  # routing documents
 TEXT_CACHE_SIZE = 4096  # project documents' semantic texts (~1-2 KB each, typically)
@@ -83,11 +83,11 @@ class ContextService:
         semantic_ttl: float = SEMANTIC_TTL_S,
         read_workers: int = READ_WORKERS,
         concurrent_reads_above: float = CONCURRENT_READS_ABOVE_S,
-        clock: Clock = time.monotonic,
+        monotonic: Monotonic = time.monotonic,
     ) -> None:
         self._blobs, self._registry, self._similarity = blobs, registry, similarity
-        self._indexes = IndexCache(INDEX_CACHE_SIZE, index_ttl, clock)
-        self._texts = SemanticTexts(TEXT_CACHE_SIZE, semantic_ttl, clock)
+        self._indexes = IndexCache(INDEX_CACHE_SIZE, index_ttl, monotonic)
+        self._texts = SemanticTexts(TEXT_CACHE_SIZE, semantic_ttl, monotonic)
         self._workers, self._timer = read_workers, ReadTimer(concurrent_reads_above)
         self._pool: Executor | None = None
         self._pool_lock = threading.Lock()
@@ -177,7 +177,7 @@ class ContextService:
         hint: str,
         decision: Decision,
     ) -> Decision:
-        ranking = rank_hint(index, tokens(hint))
+        ranking = rank_hint(index, phrase_of(hint))
         decision.deterministic_score, decision.ranking = ranking.best, ranking
         if not ranking.tied:
             decision.reason = "no_match" if hint else "no_hint"

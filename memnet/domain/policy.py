@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memnet import pointers
-from memnet.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
-from memnet.patching import Op
-from memnet.pointers import Segments
-from memnet.profiles import Binding, Profile
+from memnet.domain import pointers
+from memnet.domain.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
+from memnet.domain.patching import Op
+from memnet.domain.pointers import Segments
+from memnet.domain.profiles import Binding, Profile
 
 
 @dataclass(frozen=True)

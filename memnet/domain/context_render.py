@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memnet.document_model import StoredDocument
-from memnet.envelope import char_count, serialise
-from memnet.profiles import Binding
-from memnet.routing import Ranking
+from memnet.domain.document_model import StoredDocument
+from memnet.domain.envelope import char_count, serialise
+from memnet.domain.profiles import Binding
+from memnet.domain.routing import ProjectRanking
 
 SEPARATOR = "\n\n"
 
@@ -35,7 +35,7 @@ class Decision:
     reason: str = "no_hint"
     deterministic_score: float = 0.0
     semantic_score: float | None = None
-    ranking: Ranking | None = None
+    ranking: ProjectRanking | None = None
     semantic_scores: dict[str, float] = field(default_factory=dict)
     warnings: list[dict[str, Any]] = field(default_factory=list)
 

@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from memnet.errors import BadRequest
+from memnet.domain.errors import BadRequest
 
 # [0-9], never \d: \d also matches other scripts' digits, which int() would then read.
 _DATE_TIME = re.compile(
@@ -60,6 +60,12 @@ def format_timestamp(moment: datetime) -> str:
     six fraction digits only when the microseconds are not zero."""
     utc = moment.astimezone(UTC).replace(tzinfo=None)
     return utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds") + "Z"
+
+
+def format_millis(moment: datetime) -> str:
+    """The form of the times the service itself records (documents, audit): UTC with
+    milliseconds, e.g. ``2026-02-14T20:00:00.000Z``."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def normalise_timestamp(value: Any, field: str = "timestamp") -> str:

@@ -6,5 +6,5 @@ from memnet import bootstrap
 
 
 def handle_index_job(body: str) -> None:
-    """Apply one search-index job (see :meth:`memnet.events.EventService.handle_job`)."""
+    """Apply one search-index job (see :meth:`memnet.services.events.EventService.handle_job`)."""
     bootstrap.services().events.handle_job(body)

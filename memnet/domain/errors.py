@@ -1,7 +1,9 @@
-"""The error hierarchy of spec 10.7, written out once.
+"""The error tree of spec 10.7, written out once, in the domain's terms.
 
-Each class knows its ``code`` and HTTP ``status``; :mod:`memnet.api.render` turns any of
-them into the spec's error payload. Anything else that escapes becomes a bare 500.
+Services and the domain raise these; each knows its spec ``code`` and carries data
+(``details``, and ``retry_after`` where waiting helps), never an HTTP status: only
+:mod:`memnet.api.errors` maps them to statuses and headers. Anything else that escapes
+becomes a bare 500 at the edge.
 """
 
 from __future__ import annotations
@@ -12,89 +14,84 @@ from typing import Any
 class MemnetError(Exception):
     """Base of every error the API reports. Carries data, never a stack trace."""
 
-    status = 500
     code = "INTERNAL"
 
-    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        retry_after: int | None = None,
+        **details: Any,
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
+        self.retry_after = retry_after
         self.details: dict[str, Any] = details
-
-    def headers(self) -> dict[str, str]:
-        """Extra response headers this error carries (e.g. ``Retry-After``)."""
-        return {}
 
 
 class BadRequest(MemnetError):
-    status = 400
+    """The request cannot be parsed: malformed JSON, an unknown field, a bad identifier."""
+
     code = "BAD_REQUEST"
 
 
 class Unauthenticated(MemnetError):
-    status = 401
-    code = "UNAUTHENTICATED"
+    """No caller could be established from the request."""
 
-    def headers(self) -> dict[str, str]:
-        return {"WWW-Authenticate": 'Bearer realm="mem.net"'}
+    code = "UNAUTHENTICATED"
 
 
 class Forbidden(MemnetError):
-    status = 403
+    """The caller may not do this (tenant, role, profile, service)."""
+
     code = "FORBIDDEN"
 
 
 class NotFound(MemnetError):
-    status = 404
     code = "NOT_FOUND"
 
 
 class Conflict(MemnetError):
-    status = 409
+    """The request collides with another (an idempotency key, an existing event)."""
+
     code = "CONFLICT"
 
-    def __init__(self, message: str, *, retry_after: int | None = None, **kw: Any) -> None:
-        super().__init__(message, **kw)
-        self.retry_after = retry_after
 
-    def headers(self) -> dict[str, str]:
-        return {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+class EtagMismatch(MemnetError):
+    """The document is not at the version the writer named (``details.latest_etag``)."""
 
-
-class PreconditionFailed(MemnetError):
-    status = 412
     code = "ETAG_MISMATCH"
 
 
 class PreconditionRequired(MemnetError):
-    status = 428
+    """A write named no version to apply to (neither If-Match nor If-None-Match: *)."""
+
     code = "PRECONDITION_REQUIRED"
 
 
 class Unprocessable(MemnetError):
     """Policy, schema or limit violations, reported together (CONVENTIONS principle 6)."""
 
-    status = 422
     code = "VALIDATION_FAILED"
 
 
 class PayloadTooLarge(MemnetError):
-    status = 413
     code = "PAYLOAD_TOO_LARGE"
 
 
 class UnsupportedMediaType(MemnetError):
-    status = 415
+    """A body that is not JSON in UTF-8."""
+
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
 class Unavailable(MemnetError):
-    status = 503
-    code = "DEPENDENCY_UNAVAILABLE"
+    """A dependency (storage, queue, index) cannot be reached; retrying may succeed."""
 
-    def headers(self) -> dict[str, str]:
-        return {"Retry-After": "1"}
+    code = "DEPENDENCY_UNAVAILABLE"
 
 
 class ConfigError(Exception):

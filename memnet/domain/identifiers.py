@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from memnet.errors import BadRequest
+from memnet.domain.errors import BadRequest
 
 SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MAX_PATH_CHARS = 512

@@ -14,9 +14,9 @@ from typing import Any
 import jsonpatch
 import jsonpointer
 
-from memnet import pointers
-from memnet.errors import BadRequest, Unprocessable
-from memnet.pointers import Segments
+from memnet.domain import pointers
+from memnet.domain.errors import BadRequest, Unprocessable
+from memnet.domain.pointers import Segments
 
 OPS_WITH_VALUE = frozenset({"add", "replace", "test"})
 OPS_WITH_FROM = frozenset({"move", "copy"})

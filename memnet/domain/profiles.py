@@ -1,8 +1,9 @@
 """Profiles: which documents an agent may read and write, and under which rules (spec 8.2).
 
 Profiles are data in ``MEMNET_PROFILES_DIR``; the core never names a binding or a
-section. Loading validates every profile against ``contracts/profile.schema.json`` and
-checks cross references, raising :class:`ConfigError` naming the file and field.
+section. Loading validates every profile against ``domain/profile.schema.json`` and
+checks cross references, raising :class:`~memnet.domain.errors.ConfigError` naming the
+file and field.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from memnet import pointers
-from memnet.pointers import Segments
+from memnet.domain import pointers
+from memnet.domain.pointers import Segments
 
 DEFAULT_MAX_OPS = 50
 _TEMPLATE_VAR = re.compile(r"\{([a-z_]+)\}")

@@ -23,14 +23,14 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from memnet import pointers
-from memnet.document_model import StoredDocument
-from memnet.layout import DocumentRef
+from memnet.domain import pointers
+from memnet.domain.document_model import StoredDocument
+from memnet.domain.layout import DocumentRef
+from memnet.domain.profiles import Binding, RoutingRules
+from memnet.domain.routing import RoutingIndex
 from memnet.ports import BlobNotFound, BlobStore
-from memnet.profiles import Binding, RoutingRules
-from memnet.routing import RoutingIndex
 
-Clock = Callable[[], float]  # seconds, monotonic
+Monotonic = Callable[[], float]  # seconds (cache ages only; wall time is the Clock port)
 T = TypeVar("T")
 
 
@@ -111,7 +111,7 @@ def read_document(blobs: BlobStore, name: str) -> StoredDocument | None:
 class _Entry(Generic[T]):
     etag: str | None  # None: the document did not exist
     value: T
-    checked: float  # when storage last confirmed ``etag`` (clock seconds)
+    checked: float  # when storage last confirmed ``etag`` (monotonic seconds)
 
 
 class _Lru(Generic[T]):
@@ -139,9 +139,9 @@ class _Lru(Generic[T]):
 class IndexCache:
     """Parsed routing indexes by routing document, each with the ETag it was built from."""
 
-    def __init__(self, size: int, ttl: float, clock: Clock) -> None:
+    def __init__(self, size: int, ttl: float, monotonic: Monotonic) -> None:
         self._lru: _Lru[RoutingIndex] = _Lru(size)
-        self.ttl, self._clock = ttl, clock
+        self.ttl, self._monotonic = ttl, monotonic
 
     def current(
         self, blobs: BlobStore, name: str, *, use_ttl: bool = True
@@ -152,7 +152,7 @@ class IndexCache:
         entry = self._lru.get(name)
         if entry is None or entry.etag is None:
             return None, True
-        now = self._clock()
+        now = self._monotonic()
         if use_ttl and now - entry.checked < self.ttl:
             return entry.value, False
         if not _unchanged(blobs, name, entry.etag):
@@ -166,24 +166,24 @@ class IndexCache:
         """The index of ``stored`` (this exact version), built only if not cached."""
         entry = self._lru.get(name)
         if entry is not None and entry.etag == stored.etag:
-            entry.checked = self._clock()
+            entry.checked = self._monotonic()
             return entry.value
         index = build(stored)
-        self._lru.put(name, _Entry(stored.etag, index, self._clock()))
+        self._lru.put(name, _Entry(stored.etag, index, self._monotonic()))
         return index
 
 
 class SemanticTexts:
     """Each project document's semantic text by blob name, with its ETag."""
 
-    def __init__(self, size: int, ttl: float, clock: Clock) -> None:
+    def __init__(self, size: int, ttl: float, monotonic: Monotonic) -> None:
         self._lru: _Lru[str] = _Lru(size)
-        self.ttl, self._clock = ttl, clock
+        self.ttl, self._monotonic = ttl, monotonic
 
     def fresh(self, name: str) -> str | None:
         """The text if storage confirmed it within ``ttl`` seconds, else None."""
         entry = self._lru.get(name)
-        if entry is None or self._clock() - entry.checked >= self.ttl:
+        if entry is None or self._monotonic() - entry.checked >= self.ttl:
             return None
         return entry.value
 
@@ -194,10 +194,10 @@ class SemanticTexts:
         etag = stored.etag if stored is not None else None
         entry = self._lru.get(name)
         if entry is not None and entry.etag == etag:
-            entry.checked = self._clock()
+            entry.checked = self._monotonic()
             return entry.value
         text = extract(stored.document) if stored is not None else ""
-        self._lru.put(name, _Entry(etag, text, self._clock()))
+        self._lru.put(name, _Entry(etag, text, self._monotonic()))
         return text
 
 

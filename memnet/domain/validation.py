@@ -9,11 +9,11 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from memnet import pointers
-from memnet.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
-from memnet.errors import Unprocessable
-from memnet.policy import Violation
-from memnet.profiles import Binding
+from memnet.domain import pointers
+from memnet.domain.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
+from memnet.domain.errors import Unprocessable
+from memnet.domain.policy import Violation
+from memnet.domain.profiles import Binding
 
 MAX_REPORTED = 20
 
@@ -28,7 +28,7 @@ def document_violations(
     most MAX_REPORTED. Cheapest first, stopping at the first kind that finds any: size
     and array limits, then depth, then JSON Schema, whose errors are taken lazily (a
     schema check of a value with 500,000 bad items stops at the 20th).
-    ``size``: its :func:`~memnet.envelope.char_count`, if the caller has it already."""
+    ``size``: its :func:`~memnet.domain.envelope.char_count`, if the caller has it already."""
     found = list(_limit_violations(document, binding, size))
     if not found and pointers.depth_exceeds(document, MAX_DOCUMENT_DEPTH):
         found = [TOO_DEEP]

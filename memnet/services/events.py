@@ -5,7 +5,7 @@ idempotency key, store the event blob create-only (an identical event already st
 the same write), then index it; if indexing fails, whatever the reason, the write still
 succeeds (``indexed: false``) and an index job goes to the queue. Search asks the index,
 then reads each hit's blob (a hit whose blob is gone is skipped and queued for removal).
-Index jobs, the queue worker and reindex live in :mod:`memnet.event_index`.
+Index jobs, the queue worker and reindex live in :mod:`memnet.services.event_index`.
 """
 
 from __future__ import annotations
@@ -17,18 +17,10 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from memnet.auth import ANY, Caller
-from memnet.errors import Conflict, Forbidden, NotFound
-from memnet.event_index import (
-    INDEX_QUEUE,
-    IndexJobs,
-    IndexReport,
-    event_name,
-    indexed,
-    load_event,
-)
-from memnet.event_model import parse_event
-from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket
+from memnet.domain.callers import ANY, Caller
+from memnet.domain.errors import Conflict, Forbidden, NotFound
+from memnet.domain.event_model import parse_event
+from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import (
     BlobNotFound,
     BlobStore,
@@ -40,9 +32,17 @@ from memnet.ports import (
     SearchIndex,
     StorageError,
 )
-from memnet.timestamps import parse_timestamp
+from memnet.services.event_index import (
+    INDEX_QUEUE,
+    IndexJobs,
+    IndexReport,
+    event_name,
+    indexed,
+    load_event,
+)
+from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket
 
-log = logging.getLogger("memnet.events")
+log = logging.getLogger("memnet.services.events")
 
 
 class EventService:
@@ -86,7 +86,7 @@ class EventService:
             return {**outcome.response, "replayed": True}
         record = _final(draft, outcome.change_id, explicit)
         try:
-            status = self._store(record)
+            created = self._store(record)
         except StorageError as error:  # the blob write may have landed: settle, never guess
             response = self._settle(record, outcome, error)
         except Exception:
@@ -95,7 +95,7 @@ class EventService:
         else:
             # Stored. If indexing and queueing both fail, this raises (503) with the claim
             # left pending, so a retry with the key finds the blob and indexes it.
-            response = self._response(record, status)
+            response = self._response(record, created)
         self._idempotency.complete(outcome, response)
         return response
 
@@ -119,11 +119,11 @@ class EventService:
             raise NotFound("Event does not exist.", code="EVENT_NOT_FOUND")
         return record
 
-    def _store(self, record: dict[str, Any]) -> int:
-        """Write the record create-only: 201, or 200 if this very event is already stored."""
+    def _store(self, record: dict[str, Any]) -> bool:
+        """Write the record create-only: True if it was created, False if this very event
+        is already stored."""
         name = event_name(record["tenant_id"], record["user_id"], record["event_id"])
         data = _dump(record)
-        status = 201
         try:
             self._blobs.write(name, data, Condition.create_only())
         except PreconditionFailed as exc:
@@ -133,11 +133,13 @@ class EventService:
                     code="EVENT_EXISTS",
                     event_id=record["event_id"],
                 ) from exc
-            status = 200
-        return status
+            return False
+        return True
 
-    def _response(self, record: dict[str, Any], status: int) -> Response:
-        return {"status": status, "body": {"event": record, "indexed": self._index_now(record)}}
+    def _response(self, record: dict[str, Any], created: bool) -> Response:
+        """What the write answers; ``created`` is False when the event already existed."""
+        body = {"event": record, "indexed": self._index_now(record)}
+        return {"created": created, "body": body}
 
     def _already_stored(self, record: dict[str, Any]) -> Response | None:
         name = event_name(record["tenant_id"], record["user_id"], record["event_id"])
@@ -147,7 +149,7 @@ class EventService:
             return None
         if stored.data != _dump(record):
             return None
-        return self._response(record, 201)
+        return self._response(record, True)
 
     def _index_now(self, record: dict[str, Any]) -> bool:
         """Index inline; on any failure (the record is durable: never a 500) queue the
@@ -191,7 +193,7 @@ class EventService:
         age = self._clock.now() - parse_timestamp(timestamp)
         return math.pow(0.5, max(age.total_seconds(), 0) / 86_400 / half_life_days)
 
-    # -- the index side, in memnet.event_index --------------------------------------
+    # -- the index side, in memnet.services.event_index --------------------------------------
 
     def reindex(self, caller: Caller, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
         """Queue the rebuild of one user's, one tenant's or (admins bound to every

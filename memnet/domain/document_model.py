@@ -1,5 +1,5 @@
 """The document capability's data (spec 10.1-10.3): a stored document as read, a write's
-precondition, and a parsed write command; shared by :mod:`memnet.documents`, the API
+precondition, and a parsed write command; shared by :mod:`memnet.services.documents`, the API
 layer and context assembly."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memnet.layout import DocumentRef
-from memnet.patching import Op
+from memnet.domain.layout import DocumentRef
+from memnet.domain.patching import Op
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
-"""Command line: ``python -m memnet serve`` runs this project's Functions app locally
-(HTTP functions and the queue-triggered index worker); ``reindex`` and
-``create-search-index`` are operator commands over the configured backends.
+"""Command line, next to the host it starts: ``python -m funchost serve`` runs this
+project's Functions app locally (HTTP functions and the queue-triggered index worker);
+``reindex``, ``create-search-index`` and ``hash-key`` are operator commands over the
+configured backends.
 
-The host lives in ``funchost`` (outside the core, since only entry points may import
-``azure.functions``); this module only parses arguments and hands over.
+An entry point like ``function_app.py``: it wires the app, the host and the core, and
+nothing imports it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from memnet.auth import ANY, Caller
-from memnet.errors import ConfigError
-from memnet.event_index import INDEX_QUEUE
+from memnet.domain.callers import ANY, Caller
+from memnet.domain.errors import ConfigError
+from memnet.services.event_index import INDEX_QUEUE
 
 if TYPE_CHECKING:
     from memnet.bootstrap import Services
@@ -37,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m memnet", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m funchost", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="serve the Functions app on the embedded default")
     serve.add_argument("--host", default="127.0.0.1")

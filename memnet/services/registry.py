@@ -2,8 +2,8 @@
 
 Layout: ``<dir>/*.json`` are profiles (file name = ``profile_id``), and
 ``<dir>/schemas/<schema_id>/<version>.json`` are JSON Schemas (draft 2020-12) for a
-document's ``content``. A broken file stops startup with a :class:`ConfigError` that
-names the file and the field.
+document's ``content``. A broken file stops startup with a
+:class:`~memnet.domain.errors.ConfigError` that names the file and the field.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from memnet.auth import Caller
-from memnet.envelope import envelope_schema
-from memnet.errors import BadRequest, ConfigError, NotFound
-from memnet.profiles import Binding, Profile, build_profile
+from memnet.domain.callers import Caller
+from memnet.domain.envelope import envelope_schema
+from memnet.domain.errors import BadRequest, ConfigError, NotFound
+from memnet.domain.profiles import Binding, Profile, build_profile
 
 SchemaKey = tuple[str, str]
 
@@ -34,7 +34,7 @@ def schema_uri(schema_id: str, version: str) -> str:
 
 @cache
 def _profile_meta_validator() -> Draft202012Validator:
-    text = resources.files("memnet.contracts").joinpath("profile.schema.json").read_text()
+    text = resources.files("memnet.domain").joinpath("profile.schema.json").read_text()
     return Draft202012Validator(json.loads(text))
 
 
@@ -166,7 +166,7 @@ def _check_binding_keys(rules: Mapping[str, Any], ids: list[str], where: str, sr
 
 
 def _check_initial_content(registry: ProfileRegistry, profile: Profile, directory: Path) -> None:
-    from memnet.envelope import new_envelope
+    from memnet.domain.envelope import new_envelope
 
     for i, binding in enumerate(profile.bindings):
         sample = new_envelope(

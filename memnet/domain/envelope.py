@@ -10,7 +10,7 @@ import copy
 import json
 from typing import Any
 
-from memnet.profiles import Binding
+from memnet.domain.profiles import Binding
 
 ENVELOPE_FIELDS = (
     "doc_id",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Protocol
 
-from memnet.routing import tokens
+from memnet.domain.routing import phrase_of
 
 BAG_CACHE_SIZE = 1024  # candidate texts (~1-2 KB each, typically)
 STEM_CACHE_SIZE = 65536  # words
@@ -76,7 +76,7 @@ class Similarity(Protocol):
 
 
 def _terms(text: str) -> list[str]:
-    return [_stem(t) for t in tokens(text) if t not in STOP_WORDS]
+    return [_stem(t) for t in phrase_of(text) if t not in STOP_WORDS]
 
 
 @lru_cache(maxsize=BAG_CACHE_SIZE)

@@ -4,7 +4,7 @@ batches; :meth:`IndexJobs.handle_job` is the queue worker, :meth:`IndexJobs.rein
 queues the rebuild of a scope from the blobs.
 
 One bad event never fails its batch (docs/decisions.md): the worker checks each blob on
-its own (:func:`~memnet.event_model.parse_stored`), skips one that cannot be indexed
+its own (:func:`~memnet.domain.event_model.parse_stored`), skips one that cannot be indexed
 (logged, reported in :class:`IndexReport`, its index entry removed) and indexes the rest.
 Only a transient failure, or an index that refuses every event of a job, fails the job
 (the queue retries it).
@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, astuple, dataclass, field
 from typing import Any
 
-from memnet.errors import BadRequest
-from memnet.event_model import parse_stored
-from memnet.layout import user_prefix
+from memnet.domain.errors import BadRequest
+from memnet.domain.event_model import parse_stored
+from memnet.domain.layout import user_prefix
 from memnet.ports import (
     BlobNotFound,
     BlobStore,
@@ -32,7 +32,7 @@ from memnet.ports import (
 
 INDEX_QUEUE = "memnet-index"
 JOB_BATCH = 200
-log = logging.getLogger("memnet.events")
+log = logging.getLogger("memnet.services.events")
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ stores the record's ``change_id``, and each record names the ``prev_change_id`` 
 based on. The committed history of a document is therefore the chain reachable from
 the document's ``change_id``; a record off that chain (a crash or a lost race between
 the two writes) is an orphan: never shown as history, removed by
-:meth:`AuditLog.sweep_orphans`. ``post_etag`` is derived: the next record's
-``pre_etag``, or the document's current ETag for the newest record.
+:meth:`memnet.services.documents.DocumentService.sweep_orphans`. ``post_etag`` is
+derived: the next record's ``pre_etag``, or the document's current ETag for the newest
+record.
 """
 
 from __future__ import annotations
@@ -15,20 +16,20 @@ import contextlib
 import hashlib
 import json
 import secrets
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from memnet.envelope import canonical
-from memnet.layout import DocumentRef, audit_name, user_prefix
-from memnet.patching import apply_ops, parse_ops
+from memnet.domain.envelope import canonical
+from memnet.domain.layout import DocumentRef, audit_name, user_prefix
+from memnet.domain.patching import apply_ops, parse_ops
 from memnet.ports import BlobNotFound, BlobStore, Condition, PreconditionFailed
 
 
-def new_change_id() -> str:
-    """Time-sortable: 12 hex digits of milliseconds, then 16 random hex digits."""
-    return f"chg_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
+def new_change_id(now: datetime) -> str:
+    """Time-sortable: 12 hex digits of the Unix milliseconds of ``now`` (the service's
+    Clock), then 16 random hex digits."""
+    return f"chg_{int(now.timestamp() * 1000):012x}{secrets.token_hex(8)}"
 
 
 def change_time(change_id: str) -> datetime:

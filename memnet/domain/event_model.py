@@ -1,23 +1,22 @@
 """The event digest record (spec 9.2) and its validation. Pure: no I/O.
 
-Tenant and user come from the path; a body that names others is rejected. ``event_id``
-is generated (time-sortable) when absent. ``recorded_by`` is the authenticated caller,
-set here, never taken from the body. The timestamp is stored in the canonical UTC form
-(:mod:`memnet.timestamps`). :func:`parse_stored` checks a stored blob the same way before
-it is indexed.
+Tenant and user come from the path; a body that names others is rejected. An absent
+``event_id`` is left None here: the service derives a time-sortable one from the
+idempotency claim. ``recorded_by`` is the authenticated caller, set here, never taken
+from the body. The timestamp is stored in the canonical UTC form
+(:mod:`memnet.domain.timestamps`). :func:`parse_stored` checks a stored blob the same way
+before it is indexed.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import secrets
-import time
 from typing import Any
 
-from memnet.errors import BadRequest
-from memnet.identifiers import SEGMENT, check_identifier
-from memnet.timestamps import normalise_timestamp
+from memnet.domain.errors import BadRequest
+from memnet.domain.identifiers import SEGMENT, check_identifier
+from memnet.domain.timestamps import normalise_timestamp
 
 FIELDS = frozenset(
     {
@@ -43,10 +42,6 @@ MAX_MESSAGE_IDS = 200
 SNAPSHOT_URI = re.compile(
     r"blob://tenants/(?P<t>[^/]+)/users/(?P<u>[^/]+)/snapshots/[A-Za-z0-9][A-Za-z0-9._/-]{0,400}"
 )
-
-
-def new_event_id() -> str:
-    return f"evt_{int(time.time() * 1000):012x}{secrets.token_hex(8)}"
 
 
 def parse_event(
@@ -107,9 +102,11 @@ def _same_scope(body: dict[str, Any], field: str, expected: str) -> None:
         )
 
 
-def _event_id(value: Any) -> str:
+def _event_id(value: Any) -> str | None:
+    """The caller's event id, checked; None when absent (the service derives one from
+    the idempotency claim, so a retry finds the event its first attempt stored)."""
     if value is None:
-        return new_event_id()
+        return None
     if not isinstance(value, str):
         raise _bad("event_id", "must be a string")
     return check_identifier("event_id", value)

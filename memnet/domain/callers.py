@@ -1,17 +1,16 @@
 """Callers: who is asking, and what they may touch (spec 16.1; ARCHITECTURE.md "Auth").
 
-An :class:`Authenticator` turns request headers into a :class:`Caller` (401 otherwise);
-the caller is then checked against tenant, profile and role on every call (403), and
-an event writer against the service it records the event for (``services``).
+An :class:`~memnet.ports.Authenticator` turns request headers into a :class:`Caller`
+(401 otherwise); the caller is then checked against tenant, profile and role on every
+call (403), and an event writer against the service it records the event for
+(``services``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
-from memnet.errors import Forbidden
+from memnet.domain.errors import Forbidden
 
 ROLES = frozenset({"read", "write", "admin", "debug", "forget"})
 ANY = "*"
@@ -54,11 +53,3 @@ class Caller:
         """The one profile this caller can use among ``known``, if there is exactly one."""
         usable = [p for p in known if ANY in self.profiles or p in self.profiles]
         return usable[0] if len(usable) == 1 else None
-
-
-class Authenticator(Protocol):
-    def authenticate(self, headers: Mapping[str, str]) -> Caller:
-        """Return the caller the headers prove, or raise :class:`Unauthenticated`."""
-        ...
-
-    def describe(self) -> str: ...

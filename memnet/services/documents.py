@@ -3,31 +3,42 @@
 Write order, so a crash between any two storage writes loses nothing: claim the
 idempotency key (naming the change id), write the audit record (create-only), write the
 document (If-Match / create-only, storing the change id), complete the key. See
-:mod:`memnet.audit` for how records off the document's chain are treated.
+:mod:`memnet.services.audit` for how records off the document's chain are treated.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from memnet.audit import AuditLog, apply_change, change_time, fold, ops_sha256
-from memnet.auth import Caller
-from memnet.clock import iso
-from memnet.document_model import StoredDocument, WriteCommand
-from memnet.envelope import serialise
-from memnet.errors import BadRequest, NotFound, PreconditionFailed, Unprocessable
-from memnet.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
-from memnet.layout import DocumentRef, audit_name, user_prefix
-from memnet.policy import Violation, WriteIntent, denied_changes, pending_violations, plan_ops
-from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, StorageError
-from memnet.ports import PreconditionFailed as StoragePreconditionFailed
-from memnet.profiles import Binding, Profile
-from memnet.registry import ProfileRegistry
-from memnet.validation import TOO_DEEP, document_violations, raise_if_any
+from memnet.domain.callers import Caller
+from memnet.domain.document_model import StoredDocument, WriteCommand
+from memnet.domain.envelope import serialise
+from memnet.domain.errors import EtagMismatch, NotFound, Unprocessable
+from memnet.domain.layout import DocumentRef
+from memnet.domain.policy import (
+    Violation,
+    WriteIntent,
+    denied_changes,
+    pending_violations,
+    plan_ops,
+)
+from memnet.domain.profiles import Binding, Profile
+from memnet.domain.timestamps import format_millis
+from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
+from memnet.ports import (
+    BlobStore,
+    Clock,
+    Condition,
+    PreconditionFailed,
+    StorageError,
+)
+from memnet.services.audit import AuditLog, apply_change, ops_sha256
+from memnet.services.document_chain import DocumentChain, write_response
+from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
+from memnet.services.registry import ProfileRegistry
 
 
 class DocumentService:
@@ -41,6 +52,7 @@ class DocumentService:
     ) -> None:
         self._blobs, self._registry, self._audit = blobs, registry, audit
         self._idempotency, self._clock = idempotency, clock
+        self._chain = DocumentChain(blobs, audit, clock)
 
     # -- reads ---------------------------------------------------------------------
 
@@ -61,30 +73,10 @@ class DocumentService:
         25.6): ``before`` is the ``next_before`` of the previous page."""
         caller.require(ref.tenant_id, "read")
         self.resolve(caller, ref, profile_id, None)
-        current = self._require(ref)
-        head: str | None = current.document.get("change_id")
-        etag: str | None = current.etag
-        if before is not None:
-            head, etag = self._cursor(ref, before)
-        entries = self._audit.history(ref, head, etag, limit + 1)
-        page: dict[str, Any] = {"etag": current.etag, "changes": entries[:limit]}
-        page["next_before"] = entries[limit - 1]["change_id"] if len(entries) > limit else None
-        return page
-
-    def _cursor(self, ref: DocumentRef, before: str) -> tuple[str | None, str | None]:
-        record = self._audit.read(ref.tenant_id, ref.user_id, before)
-        if record is None or (record["namespace"], record["path"]) != (ref.namespace, ref.path):
-            raise BadRequest(
-                "before names no change of this document.", code="INVALID_QUERY", field="before"
-            )
-        return record.get("prev_change_id"), record.get("pre_etag")
+        return self._chain.page(ref, self._require(ref), limit, before)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
-        try:
-            blob = self._blobs.read(ref.blob_name)
-        except BlobNotFound:
-            return None
-        return StoredDocument(blob.etag, json.loads(blob.data), blob.data)
+        return self._chain.load(ref)
 
     def _require(self, ref: DocumentRef) -> StoredDocument:
         current = self.load(ref)
@@ -269,7 +261,7 @@ class DocumentService:
         document = apply_change(before, record)
         text = _serialised(document)  # what is stored, and what max_chars counts
         if current is not None and _same_content(current.document, document):
-            return _response(record, current.etag, current.document, operation="unchanged")
+            return write_response(record, current.etag, current.document, unchanged=True)
         validator = self._registry.validator(binding)
         found = document_violations(document, binding, validator, len(text))
         raise_if_any(found or _policy_violations(profile, binding, before or {}, document))
@@ -277,11 +269,11 @@ class DocumentService:
         condition = Condition.match(current.etag) if current else Condition.create_only()
         try:
             etag = self._blobs.write(ref.blob_name, text.encode(), condition)
-        except StoragePreconditionFailed as exc:
+        except PreconditionFailed as exc:
             return self._lost_race(ref, record, exc)
         except StorageError as exc:
             raise OutcomeUnknown(exc) from exc
-        return _response(record, etag, document)
+        return write_response(record, etag, document)
 
     def _lost_race(self, ref: DocumentRef, record: dict[str, Any], exc: Exception) -> Response:
         """A failed conditional write: usually another writer won; but when a response was
@@ -295,46 +287,16 @@ class DocumentService:
         raise _etag_mismatch(message, latest.etag if latest else None) from exc
 
     def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
-        """The response of ``change_id`` if it reached the document, else None.
-
-        The audit record is written first, so without it nothing landed. With it, the
-        change landed iff it follows its own base on the document's chain; the walk stops
-        at that base, so it costs the changes made since, not the whole history."""
-        own = self._audit.read(ref.tenant_id, ref.user_id, change_id)
-        current = self.load(ref) if own is not None else None
-        if own is None or current is None:
-            return None
-        head = current.document.get("change_id")
-        later = self._audit.since(ref, head, own.get("prev_change_id"))
-        if not later or later[-1]["change_id"] != change_id:
-            return None
-        if len(later) == 1:
-            return _response(own, current.etag, current.document)
-        history = list(self._audit.chain(ref, head))  # rare: rebuild the state back then
-        document = fold(list(reversed(history[len(later) - 1 :]))) or {}
-        return _response(own, later[-2]["pre_etag"], document)
+        return self._chain.committed_response(ref, change_id)
 
     def sweep_orphans(self, tenant_id: str, user_id: str, min_age: timedelta) -> list[str]:
         """Delete audit records no document reached that are older than ``min_age``, and
         never younger than the idempotency lease (a younger one may belong to a write
         still in flight); return their change ids."""
-        min_age = max(min_age, self._idempotency.lease)
-        prefix = f"{user_prefix(tenant_id, user_id)}documents/"
-        heads = {name: self._head(name) for name in self._blobs.list_names(prefix)}
-        cutoff = self._clock.now() - min_age
-        stale = [
-            c for c in self._audit.orphans(tenant_id, user_id, heads) if change_time(c) <= cutoff
-        ]
-        for change_id in stale:
-            self._blobs.delete(audit_name(tenant_id, user_id, change_id))
-        return stale
-
-    def _head(self, blob_name: str) -> str | None:
-        head = json.loads(self._blobs.read(blob_name).data).get("change_id")
-        return head if isinstance(head, str) else None
+        return self._chain.sweep_orphans(tenant_id, user_id, max(min_age, self._idempotency.lease))
 
     def _now(self) -> str:
-        return iso(self._clock.now())
+        return format_millis(self._clock.now())
 
 
 class OutcomeUnknown(Exception):
@@ -343,17 +305,6 @@ class OutcomeUnknown(Exception):
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-def _response(
-    record: dict[str, Any], etag: str, document: dict[str, Any], operation: str | None = None
-) -> Response:
-    body: dict[str, Any] = {"etag": etag, "document": document}
-    if record.get("redirected_ops"):
-        body["redirected_ops"] = record["redirected_ops"]
-    if operation == "unchanged":
-        body["unchanged"] = True
-    return {"status": 201 if record["operation"] == "create" else 200, "body": body}
 
 
 def _serialised(document: dict[str, Any]) -> str:
@@ -377,5 +328,5 @@ def _policy_violations(
     )
 
 
-def _etag_mismatch(message: str, latest: str | None) -> PreconditionFailed:
-    return PreconditionFailed(message, code="ETAG_MISMATCH", latest_etag=latest)
+def _etag_mismatch(message: str, latest: str | None) -> EtagMismatch:
+    return EtagMismatch(message, latest_etag=latest)

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from memnet.audit import new_change_id
-from memnet.errors import Conflict
-from memnet.layout import idempotency_name
+from memnet.domain.errors import Conflict
+from memnet.domain.layout import idempotency_name
+from memnet.domain.timestamps import format_timestamp, parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
-from memnet.timestamps import parse_timestamp
+from memnet.services.audit import new_change_id
 
 Response = dict[str, Any]
 MAX_KEY_CHARS = 255
@@ -169,9 +169,9 @@ class IdempotencyStore:
             "fingerprint": fingerprint,
             "state": "pending",
             "claim": secrets.token_hex(8),
-            "change_id": new_change_id(),
-            "started_at": _iso(now),
-            "expires_at": _iso(now + self._ttl),
+            "change_id": new_change_id(now),
+            "started_at": format_timestamp(now),
+            "expires_at": format_timestamp(now + self._ttl),
         }
 
     def _claim(self, name: str, record: dict[str, Any], condition: Condition) -> Ticket:
@@ -184,10 +184,6 @@ class IdempotencyStore:
 
 def _dump(record: dict[str, Any]) -> bytes:
     return json.dumps(record, separators=(",", ":")).encode()
-
-
-def _iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _time(text: str) -> datetime:

@@ -6,7 +6,7 @@
    A phrase inside a longer matched phrase of another project does not count
    ("alpha" inside "alpha search"). Names, ids and aliases weigh 1.0, keywords 0.6.
 3. Only when several projects tie for the best match, their own documents decide
-   (:mod:`memnet.similarity`); confidence is then the tie's weight times the winner's
+   (:mod:`memnet.domain.similarity`); confidence is then the tie's weight times the winner's
    relative margin over the runner-up.
 4. Below the profile's ``min_confidence`` no project is selected.
 """
@@ -31,7 +31,7 @@ _JOINERS = re.compile(r"['\u2019`&]")  # I'm -> im, M&A -> ma, R&D -> rd
 Phrase = tuple[str, ...]
 
 
-def tokens(text: str) -> Phrase:
+def phrase_of(text: str) -> Phrase:
     """Lower-case, accent-free, punctuation-free words of ``text``. Apostrophes and ``&``
     join rather than split, so "I'm a" does not contain the phrase "M&A"."""
     text = _JOINERS.sub("", text)
@@ -83,10 +83,10 @@ class RoutingIndex:
         self.projects[project.project_id] = project
         for text in project.names:
             for variant in spellings(text):
-                self._add_phrase(tokens(variant), project.project_id, NAME_WEIGHT)
+                self._add_phrase(phrase_of(variant), project.project_id, NAME_WEIGHT)
         for text in project.keywords:
             for variant in spellings(text):
-                self._add_phrase(tokens(variant), project.project_id, KEYWORD_WEIGHT)
+                self._add_phrase(phrase_of(variant), project.project_id, KEYWORD_WEIGHT)
 
     def _add_phrase(self, phrase: Phrase, project_id: str, weight: float) -> None:
         if not phrase:
@@ -126,7 +126,7 @@ def _spans(index: RoutingIndex, hint: Phrase) -> list[Span]:
 
 
 @dataclass(frozen=True)
-class Ranking:
+class ProjectRanking:
     """Deterministic outcome: the best score and the projects that share it (sorted).
     ``found`` keeps the surviving matches per place in the hint, from which ``scores``
     and ``matched`` (for ``routing_debug``) are derived only when asked for."""
@@ -153,7 +153,7 @@ class Ranking:
         return {p: _score(w, len(self.matched[p])) for p, w in strongest.items()}
 
 
-def rank_hint(index: RoutingIndex, hint: Phrase) -> Ranking:
+def rank_hint(index: RoutingIndex, hint: Phrase) -> ProjectRanking:
     """The projects ``hint`` names, best first: a phrase counts for a project unless it
     lies inside a longer phrase that matched another project; a project scores its best
     match's weight plus 0.1 for each further distinct phrase it matched (keyword-only
@@ -167,7 +167,7 @@ def rank_hint(index: RoutingIndex, hint: Phrase) -> Ranking:
         per_phrase.setdefault(phrase, set()).update(holders)
     named = set().union(*(_named(index, phrase, holders) for phrase, holders in surviving))
     best, tied = _best(named, per_phrase) if named else _best_keyword(per_phrase)
-    return Ranking(best, tied, found)
+    return ProjectRanking(best, tied, found)
 
 
 def _surviving(index: RoutingIndex, span: Span, spans: list[Span]) -> Mapping[str, float]:

@@ -1,1 +1,0 @@
-"""Contracts shipped with the core: the profile meta-schema."""

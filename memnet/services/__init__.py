@@ -1,0 +1,1 @@
+"""Services: orchestrate the domain over the ports; they raise domain errors."""

@@ -1,0 +1,101 @@
+"""A document's committed history: the audit records reachable from the change id the
+document stores (ARCHITECTURE.md "Audit"; :mod:`memnet.services.audit`). It answers
+what history shows, whether a change reached the document (after a crash or a lost
+response), and which records no document reached (orphans)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from memnet.domain.document_model import StoredDocument
+from memnet.domain.errors import BadRequest
+from memnet.domain.layout import DocumentRef, audit_name, user_prefix
+from memnet.ports import BlobNotFound, BlobStore, Clock
+from memnet.services.audit import AuditLog, change_time, fold
+from memnet.services.idempotency import Response
+
+
+class DocumentChain:
+    def __init__(self, blobs: BlobStore, audit: AuditLog, clock: Clock) -> None:
+        self._blobs, self._audit, self._clock = blobs, audit, clock
+
+    def load(self, ref: DocumentRef) -> StoredDocument | None:
+        try:
+            blob = self._blobs.read(ref.blob_name)
+        except BlobNotFound:
+            return None
+        return StoredDocument(blob.etag, json.loads(blob.data), blob.data)
+
+    def page(
+        self, ref: DocumentRef, current: StoredDocument, limit: int, before: str | None
+    ) -> dict[str, Any]:
+        """Committed changes, newest first, ``limit`` of them from the head (or from just
+        before the change ``before``)."""
+        head: str | None = current.document.get("change_id")
+        etag: str | None = current.etag
+        if before is not None:
+            head, etag = self._cursor(ref, before)
+        entries = self._audit.history(ref, head, etag, limit + 1)
+        page: dict[str, Any] = {"etag": current.etag, "changes": entries[:limit]}
+        page["next_before"] = entries[limit - 1]["change_id"] if len(entries) > limit else None
+        return page
+
+    def _cursor(self, ref: DocumentRef, before: str) -> tuple[str | None, str | None]:
+        record = self._audit.read(ref.tenant_id, ref.user_id, before)
+        if record is None or (record["namespace"], record["path"]) != (ref.namespace, ref.path):
+            raise BadRequest(
+                "before names no change of this document.", code="INVALID_QUERY", field="before"
+            )
+        return record.get("prev_change_id"), record.get("pre_etag")
+
+    def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
+        """The response of ``change_id`` if it reached the document, else None.
+
+        The audit record is written first, so without it nothing landed. With it, the
+        change landed iff it follows its own base on the document's chain; the walk stops
+        at that base, so it costs the changes made since, not the whole history."""
+        own = self._audit.read(ref.tenant_id, ref.user_id, change_id)
+        current = self.load(ref) if own is not None else None
+        if own is None or current is None:
+            return None
+        head = current.document.get("change_id")
+        later = self._audit.since(ref, head, own.get("prev_change_id"))
+        if not later or later[-1]["change_id"] != change_id:
+            return None
+        if len(later) == 1:
+            return write_response(own, current.etag, current.document)
+        history = list(self._audit.chain(ref, head))  # rare: rebuild the state back then
+        document = fold(list(reversed(history[len(later) - 1 :]))) or {}
+        return write_response(own, later[-2]["pre_etag"], document)
+
+    def sweep_orphans(self, tenant_id: str, user_id: str, min_age: timedelta) -> list[str]:
+        """Delete audit records no document reached that are older than ``min_age``;
+        return their change ids."""
+        prefix = f"{user_prefix(tenant_id, user_id)}documents/"
+        heads = {name: self._head(name) for name in self._blobs.list_names(prefix)}
+        cutoff = self._clock.now() - min_age
+        stale = [
+            c for c in self._audit.orphans(tenant_id, user_id, heads) if change_time(c) <= cutoff
+        ]
+        for change_id in stale:
+            self._blobs.delete(audit_name(tenant_id, user_id, change_id))
+        return stale
+
+    def _head(self, blob_name: str) -> str | None:
+        head = json.loads(self._blobs.read(blob_name).data).get("change_id")
+        return head if isinstance(head, str) else None
+
+
+def write_response(
+    record: dict[str, Any], etag: str, document: dict[str, Any], unchanged: bool = False
+) -> Response:
+    """What a write answers (and its idempotency record keeps): the document after
+    ``record``, its ETag, what was redirected, whether it was created."""
+    body: dict[str, Any] = {"etag": etag, "document": document}
+    if record.get("redirected_ops"):
+        body["redirected_ops"] = record["redirected_ops"]
+    if unchanged:
+        body["unchanged"] = True
+    return {"created": record["operation"] == "create", "body": body}
