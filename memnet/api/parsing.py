@@ -70,6 +70,8 @@ def _utf8_json(request: ApiRequest) -> str:
         raise UnsupportedMediaType(f"Body is not UTF-8: byte {exc.start}.") from exc
     if text.startswith("\ufeff"):
         raise UnsupportedMediaType("Body starts with a byte order mark; send plain UTF-8.")
+    if "\x00" in text:  # never in JSON text; UTF-16/32 without a byte order mark
+        raise UnsupportedMediaType("Body holds NUL bytes (UTF-16 or UTF-32?); send UTF-8.")
     return text
 
 

@@ -262,6 +262,7 @@ DUPLICATE_IN_OP = b'{"ops": [{"op": "test", "path": "/content", "path": "/x", "v
         (DUPLICATE_IN_OP, "application/json", 400, "MALFORMED_JSON"),
         ('{"ops": []}'.encode("utf-16"), "application/json", 415, "UNSUPPORTED_MEDIA_TYPE"),
         ('{"ops": []}'.encode("utf-32"), "application/json", 415, "UNSUPPORTED_MEDIA_TYPE"),
+        ('{"ops": []}'.encode("utf-16-le"), "application/json", 415, "UNSUPPORTED_MEDIA_TYPE"),
         (b'\xef\xbb\xbf{"ops": []}', "application/json", 415, "UNSUPPORTED_MEDIA_TYPE"),
         (b'{"ops": []}', "text/plain", 415, "UNSUPPORTED_MEDIA_TYPE"),
         (b'{"ops": []}', "application/x-www-form-urlencoded", 415, "UNSUPPORTED_MEDIA_TYPE"),
