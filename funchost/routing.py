@@ -84,34 +84,11 @@ def split_path(path: str) -> list[str]:
     return path.split("/") if path else []
 
 
-def match_segments(template: Sequence[Segment], parts: Sequence[str]) -> dict[str, str] | None:
-    """Route values if `parts` match `template`, else None. Values are decoded once."""
-    params: dict[str, str] = {}
-    for i, segment in enumerate(template):
-        if segment.kind is SegmentKind.CATCH_ALL:
-            rest = "/".join(parts[i:])
-            if not rest:
-                return None
-            params[segment.value] = unquote(rest)
-            return params
-        if i >= len(parts) or not _segment_matches(segment, parts[i]):
-            return None
-        if segment.kind is SegmentKind.PARAMETER:
-            params[segment.value] = unquote(parts[i])
-    return params if len(parts) == len(template) else None
-
-
-def _segment_matches(segment: Segment, part: str) -> bool:
-    if segment.kind is SegmentKind.LITERAL:
-        text = unquote(part) if "%" in part else part
-        return text.casefold() == segment.value.casefold()
-    return part != ""
-
-
 @dataclass(frozen=True)
 class _Compiled:
-    """A route with its template pre-split for :meth:`match` (same result as
-    :func:`match_segments`, without re-reading the template per request)."""
+    """A route with its template pre-split for :meth:`match`: literals compare
+    case-insensitively (percent-decoded once), a parameter takes one non-empty segment,
+    a catch-all the non-empty rest; values are decoded once."""
 
     route: HttpRoute
     segments: tuple[Segment, ...]

@@ -12,11 +12,9 @@ from funchost.routing import (
     Resolution,
     Router,
     SegmentKind,
-    match_segments,
     not_routed_body,
     parse_template,
     read_route_prefix,
-    split_path,
 )
 
 
@@ -25,7 +23,9 @@ def _route(name: str, template: str, *methods: str) -> HttpRoute:
 
 
 def _match(template: str, path: str) -> dict[str, str] | None:
-    return match_segments(parse_template(template), split_path(path))
+    """The route values a router with this one template finds for ``path``, or None."""
+    resolution = Router([_route("only", template)], prefix="").resolve("GET", path)
+    return None if resolution.route is None else dict(resolution.params)
 
 
 ROUTES = [
