@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from memnet.domain.envelope import canonical
+from memnet.domain.envelope import ENVELOPE_FIELDS, canonical
 from memnet.domain.layout import DocumentRef, audit_name, user_prefix
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.ports import BlobNotFound, BlobStore, Condition, PreconditionFailed
@@ -54,21 +54,7 @@ def apply_change(document: dict[str, Any] | None, record: dict[str, Any]) -> dic
     return dict(sorted(result.items(), key=lambda kv: _FIELD_ORDER.get(kv[0], 99)))
 
 
-_FIELD_ORDER = {
-    name: i
-    for i, name in enumerate(
-        (
-            "doc_id",
-            "schema_id",
-            "schema_version",
-            "created_at",
-            "updated_at",
-            "updated_by",
-            "change_id",
-            "content",
-        )
-    )
-}
+_FIELD_ORDER = {name: i for i, name in enumerate(ENVELOPE_FIELDS)}
 
 
 def fold(records: list[dict[str, Any]]) -> dict[str, Any] | None:
