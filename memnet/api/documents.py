@@ -119,7 +119,7 @@ def _limit() -> int:
 def _render(response: Response, caller: Caller) -> ApiResponse:
     """The write's response; a caller without the ``read`` role gets no document."""
     body = response["body"]
-    if "read" not in caller.roles:
+    if not caller.may_read():
         body = {k: v for k, v in body.items() if k != "document"}
     headers = {"ETag": body["etag"]}
     if response.get("replayed"):

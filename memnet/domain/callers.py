@@ -43,6 +43,10 @@ class Caller:
                 service_id=service_id,
             )
 
+    def may_read(self) -> bool:
+        """Whether this caller holds the ``read`` role (in the tenants it is bound to)."""
+        return "read" in self.roles
+
     def require_profile(self, profile_id: str) -> None:
         if ANY not in self.profiles and profile_id not in self.profiles:
             raise Forbidden(

@@ -15,6 +15,7 @@ import jsonpatch
 import jsonpointer
 
 from memnet.domain import pointers
+from memnet.domain.envelope import serialise
 from memnet.domain.errors import BadRequest, Unprocessable
 from memnet.domain.pointers import Segments
 
@@ -95,17 +96,34 @@ def _invalid(index: int, reason: str) -> BadRequest:
     return BadRequest(f"op {index}: {reason}.", code="INVALID_PATCH", op_index=index)
 
 
-def apply_ops(document: Any, ops: list[Op]) -> Any:
-    """Return a new document with ``ops`` applied in order; the input is not changed."""
+def apply_ops(document: Any, ops: list[Op], max_chars: int | None = None) -> Any:
+    """Return a new document with ``ops`` applied in order; the input is not changed.
+    ``max_chars``: the most the document may hold after any ``copy`` (the one op that
+    grows it by more than the body brings: 25 copies of a document into itself would
+    double it 25 times before the size check after the last op)."""
     try:
         result = _copy(document)
         for op in ops:
             result = _apply_one(result, op)
+            if op.op == "copy" and max_chars is not None:
+                _check_size(result, op, max_chars)
     except RecursionError as exc:  # a document stored before depth was bounded, or a copy
         raise Unprocessable(  # of a deep value: too deep to work on, not a server error
             "the document nests too deeply to apply the patch.", code="DOCUMENT_TOO_DEEP"
         ) from exc
     return result
+
+
+def _check_size(document: Any, op: Op, max_chars: int) -> None:
+    size = len(serialise(document))
+    if size > max_chars:
+        raise Unprocessable(
+            f"op {op.index} (copy to {op.path}) makes the document {size} chars; "
+            f"the binding allows {max_chars}.",
+            code="MAX_CHARS_EXCEEDED",
+            op_index=op.index,
+            path=op.path,
+        )
 
 
 def _copy(value: Any) -> Any:

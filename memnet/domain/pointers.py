@@ -46,14 +46,29 @@ def matches_pattern(segments: Segments, pattern: Segments) -> bool:
     )
 
 
-@lru_cache(maxsize=4096)
 def folded(name: str) -> str:
     """``name`` as a denylist compares it: Unicode compatibility forms folded (NFKC: full
-    width, ligatures), invisible format characters removed (zero-width space and joiners,
-    bidi marks, soft hyphen), case folded and surrounding white space stripped.
-    Look-alike letters of other scripts (Cyrillic dze for ``s``) are not folded."""
-    visible = "".join(c for c in name if unicodedata.category(c) != "Cf")
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", visible).casefold()).strip()
+    width, ligatures), what renders as nothing removed (format and control characters,
+    combining marks that do not compose, variation selectors, Hangul fillers), case
+    folded and surrounding white space stripped. Look-alike letters of other scripts
+    (Cyrillic dze for ``s``) are not folded. Short names (most) are cached."""
+    return _folded_short(name) if len(name) <= _CACHED_NAME_CHARS else _fold(name)
+
+
+_CACHED_NAME_CHARS = 128  # a cache of a hostile request's megabyte names would hold GBs
+_INVISIBLE = frozenset({"Cf", "Cc", "Cn", "Co", "Mn", "Me"})
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0")  # Hangul fillers: letters that show nothing
+
+
+def _fold(name: str) -> str:
+    composed = unicodedata.normalize("NFKC", name)
+    visible = "".join(
+        c for c in composed if unicodedata.category(c) not in _INVISIBLE and c not in _FILLERS
+    )
+    return unicodedata.normalize("NFKC", visible.casefold()).strip()
+
+
+_folded_short = lru_cache(maxsize=4096)(_fold)
 
 
 def walk(value: Any, base: Segments = ()) -> Iterator[Segments]:

@@ -8,11 +8,10 @@ violation is collected with its op index and path and reported together.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from memnet.domain import pointers
+from memnet.domain import pointers, proposals
 from memnet.domain.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
 from memnet.domain.patching import Op
 from memnet.domain.pointers import Segments
@@ -139,7 +138,7 @@ def _denied(profile: Profile, binding: Binding, op: Op, segments: Segments) -> V
     if any(pointers.matches_pattern(segments[1:], p) for p in patterns):
         return Violation(
             "DENIED_PATH",
-            "this field is denylisted by the profile.",
+            DENIED,
             op.index,
             pointers.render(segments),
         )
@@ -178,52 +177,23 @@ def _durable_touch(profile: Profile, binding: Binding, op: Op) -> str | None:
 def denied_changes(profile: Profile, binding: Binding, before: Any, after: Any) -> list[Violation]:
     """Denylisted fields that the write creates or changes, wherever the value came from
     (an op's value, or a ``copy``/``move`` of existing data), including inside the
-    ``candidate`` of a pending item, which counts as written at its ``target_path``."""
+    ``candidate`` of a pending item it adds or changes, placed at its ``target_path``
+    (:mod:`memnet.domain.proposals`)."""
     patterns = profile.denied_paths.get(binding.binding_id, ())
+    if not patterns:
+        return []
     old = before.get(CONTENT, {}) if isinstance(before, dict) else {}
     new = after[CONTENT]
-    found = []
-    for segments, placed in _placed(new, _pending(profile, binding)) if patterns else ():
-        if any(pointers.matches_pattern(placed, p) for p in patterns) and _changed(
-            old, new, segments
-        ):
-            path = pointers.render((CONTENT, *segments))
-            found.append(
-                Violation("DENIED_PATH", "this field is denylisted by the profile.", path=path)
-            )
-    return found
-
-
-def _pending(profile: Profile, binding: Binding) -> Segments | None:
-    return profile.confidence.pending_sections.get(binding.binding_id)
-
-
-def _placed(content: Any, pending: Segments | None) -> Iterator[tuple[Segments, Segments]]:
-    """Every member of ``content`` with the path it is checked at: its own, and for what
-    a pending item's ``candidate`` holds, the item's ``target_path`` too."""
-    for segments in pointers.walk(content):
-        yield segments, segments
-    for index, target, candidate in _proposals(content, pending):
-        base = (*(pending or ()), str(index), "candidate")
-        for inner in pointers.walk(candidate):
-            yield (*base, *inner), (*target, *inner)
-
-
-def _proposals(content: Any, pending: Segments | None) -> Iterator[tuple[int, Segments, Any]]:
-    """``(index, target, candidate)`` of each pending item whose target_path parses."""
-    for index, item in enumerate(_array_at(content, pending) if pending is not None else []):
-        target = _target(item)
-        if target is not None:
-            yield index, target, item.get("candidate")
-
-
-def _target(item: Any) -> Segments | None:
-    """The parsed ``target_path`` of a pending item, or None."""
-    target = item.get("target_path") if isinstance(item, dict) else None
-    try:
-        return pointers.parse(target) if isinstance(target, str) else None
-    except ValueError:
-        return None
+    paths = [
+        pointers.render((CONTENT, *segments))
+        for segments in pointers.walk(new)
+        if any(pointers.matches_pattern(segments, p) for p in patterns)
+        and _changed(old, new, segments)
+    ]
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    for index, item in proposals.fresh(old, new, pending) if pending is not None else ():
+        paths += proposals.denied_members(index, item, pending or (), patterns)
+    return [Violation("DENIED_PATH", DENIED, path=path) for path in paths]
 
 
 def pending_violations(
@@ -231,35 +201,20 @@ def pending_violations(
 ) -> list[Violation]:
     """A pending item that the write adds or changes proposes a write: its
     ``target_path`` must be a path the binding lets ops write."""
-    pending = _pending(profile, binding)
-    old = before.get(CONTENT, {}) if isinstance(before, dict) else {}
-    new = after[CONTENT]
-    rules = profile.writable_paths.get(binding.binding_id, ())
-    found = []
-    for index, item in enumerate(_array_at(new, pending) if pending is not None else []):
-        segments = (*(pending or ()), str(index))
-        if _changed(old, new, segments) and not _writable_target(item, rules):
-            found.append(
-                Violation(
-                    "PENDING_TARGET_NOT_WRITABLE",
-                    "a pending item's target_path must be a path this binding lets ops write.",
-                    path=pointers.render((CONTENT, *segments, "target_path")),
-                )
-            )
-    return found
-
-
-def _writable_target(item: Any, rules: tuple[Segments, ...]) -> bool:
-    target = _target(item)
-    return target is not None and any(pointers.is_within(target, r) for r in rules)
-
-
-def _array_at(content: Any, segments: Segments) -> list[Any]:
-    try:
-        found = pointers.resolve(content, segments)
-    except KeyError:
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    if pending is None:
         return []
-    return found if isinstance(found, list) else []
+    old = before.get(CONTENT, {}) if isinstance(before, dict) else {}
+    rules = profile.writable_paths.get(binding.binding_id, ())
+    return [
+        Violation(
+            "PENDING_TARGET_NOT_WRITABLE",
+            proposals.NOT_WRITABLE,
+            path=pointers.render((CONTENT, *pending, str(index), "target_path")),
+        )
+        for index, item in proposals.fresh(old, after[CONTENT], pending)
+        if not proposals.writable(item, rules)
+    ]
 
 
 def _changed(old: Any, new: Any, segments: Segments) -> bool:
@@ -269,6 +224,7 @@ def _changed(old: Any, new: Any, segments: Segments) -> bool:
         return True
 
 
+DENIED = "this field is denylisted by the profile."
 _SHORTFALL = {
     "confidence_below_threshold": "durable sections need confidence at or above the threshold.",
     "evidence_required": "durable sections need an evidence pointer.",

@@ -41,13 +41,16 @@ def ops_sha256(ops: list[dict[str, Any]]) -> str:
     return hashlib.sha256(canonical(ops)).hexdigest()
 
 
-def apply_change(document: dict[str, Any] | None, record: dict[str, Any]) -> dict[str, Any]:
-    """The document after ``record``; the service and history folding both use this."""
+def apply_change(
+    document: dict[str, Any] | None, record: dict[str, Any], max_chars: int | None = None
+) -> dict[str, Any]:
+    """The document after ``record``; the service and history folding both use this
+    (``max_chars``: see :func:`memnet.domain.patching.apply_ops`)."""
     base = record.get("base")
     result = document if document is not None else {}
     if base is not None:
         result = {**base, "created_at": result.get("created_at", record["timestamp"])}
-    result = apply_ops(result, parse_ops(record["ops"]))  # works on a deep copy
+    result = apply_ops(result, parse_ops(record["ops"]), max_chars)  # on a deep copy
     result.update(
         updated_at=record["timestamp"], updated_by=record["actor"], change_id=record["change_id"]
     )

@@ -178,7 +178,7 @@ class DocumentService:
             base,
         )
         record["redirected_ops"] = planned.redirected
-        return self._commit(cmd.ref, profile, binding, current, record)
+        return self._commit(cmd.ref, profile, binding, current, record, caller.may_read())
 
     def _replace(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
@@ -186,7 +186,7 @@ class DocumentService:
         current = self._checked_current(cmd)
         base = self._base(binding, current, cmd.content or {})
         record = self._record(caller, cmd, profile, binding, ticket, current, [], base)
-        return self._commit(cmd.ref, profile, binding, current, record)
+        return self._commit(cmd.ref, profile, binding, current, record, caller.may_read())
 
     def _checked_current(self, cmd: WriteCommand) -> StoredDocument | None:
         current = self.load(cmd.ref)
@@ -255,12 +255,15 @@ class DocumentService:
         binding: Binding,
         current: StoredDocument | None,
         record: dict[str, Any],
+        reader: bool,
     ) -> Response:
-        """Validate, then write the audit record and the document."""
+        """Validate, then write the audit record and the document. A write that leaves
+        the content as it was writes nothing, if the caller may read the document: for a
+        write-only caller the unchanged ETag would tell whether it guessed a value."""
         before = current.document if current else None
-        document = apply_change(before, record)
+        document = apply_change(before, record, binding.max_chars)
         text = _serialised(document)  # what is stored, and what max_chars counts
-        if current is not None and _same_content(current.document, document):
+        if reader and current is not None and _same_content(current.document, document):
             return write_response(record, current.etag, current.document, unchanged=True)
         validator = self._registry.validator(binding)
         found = document_violations(document, binding, validator, len(text))

@@ -317,3 +317,69 @@ def test_a_list_where_a_name_belongs_is_a_400_not_a_500(
     headers = {"If-None-Match": "*", "Idempotency-Key": "unhashable"}
     reply = client.request(method, route, body, headers)
     assert (reply.status, reply.error_code) == (400, code), reply.data
+
+
+# --- found by review: proposals, invisible names, blind guesses, copies -------------------
+
+
+def _add_pending(client: ApiClient, etag: str, item: dict[str, Any], key: str, at: str = "-"):
+    ops = [{"op": "add", "path": f"/content/pending_confirmations/{at}", "value": item}]
+    return patch(client, etag, ops, key)
+
+
+def test_retargeting_a_stored_proposal_is_checked_like_a_new_one(client: ApiClient):
+    etag = create(client).data["etag"]
+    parked = _pending(0) | {
+        "candidate": {"fact": "x", "credentials": "hunter2"},
+        "target_path": "/pending_confirmations/-",  # writable, and no denylist there
+    }
+    first = _add_pending(client, etag, parked, "park")
+    assert first.status == 200
+    retarget = [
+        {"op": "replace", "path": "/content/pending_confirmations/0/target_path",
+         "value": "/durable_facts/-"}
+    ]  # fmt: skip
+    reply = patch(client, first.data["etag"], retarget, "retarget")
+    assert reply.status == 422 and reply.error_code == "DENIED_PATH"
+
+
+def test_a_new_proposal_before_stored_ones_does_not_recheck_them(client: ApiClient):
+    etag = create(client).data["etag"]
+    parked = _pending(0) | {
+        "candidate": {"credentials": "x"},
+        "target_path": "/pending_confirmations/-",
+    }
+    first = _add_pending(client, etag, parked, "park")
+    assert first.status == 200
+    reply = _add_pending(client, first.data["etag"], _pending(1), "front", at="0")
+    assert reply.status == 200, reply.data
+
+
+def test_a_write_only_caller_cannot_tell_a_right_guess_from_a_wrong_one(blind: ApiClient):
+    etag = create(blind).data["etag"]
+    guess = [{"op": "replace", "path": "/content/preferences/0", "value": "Be brief."}]
+    reply = patch(blind, etag, guess, "guess")  # the stored value: a right guess
+    assert reply.status == 200 and set(reply.data) == {"etag"}
+    assert reply.data["etag"] != etag  # written as any write would be
+
+
+def test_copies_of_a_document_into_itself_stop_at_the_size_limit(client: ApiClient):
+    created = client.request(
+        "PATCH",
+        PROJECT,
+        {"ops": [{"op": "add", "path": "/content/facets/seed", "value": "x" * 500}]},
+        {"If-None-Match": "*", "Idempotency-Key": "seed"},
+    )
+    copies = [
+        {"op": "copy", "from": "/content/facets", "path": f"/content/facets/k{i}"}
+        for i in range(25)
+    ]
+    started = time.perf_counter()
+    reply = client.request(
+        "PATCH",
+        PROJECT,
+        {"ops": copies},
+        {"If-Match": created.data["etag"], "Idempotency-Key": "double"},
+    )
+    assert reply.status == 422 and reply.error_code == "MAX_CHARS_EXCEEDED"
+    assert time.perf_counter() - started < 1.0

@@ -162,3 +162,11 @@ def test_routing_scores_extra_phrases_and_caps_keywords():
     assert ranking.tied == ("alpha",)  # keywords alone stop at 0.9, below a name
     for hint in ("zurich office", "Zuerich Office", "ZÜRICH-office"):
         assert rank_hint(index, phrase_of(hint)).tied == ("zurich-office",)
+
+
+def test_long_names_are_folded_but_not_cached():
+    from memnet.domain.pointers import _folded_short, folded
+
+    before = _folded_short.cache_info().currsize
+    assert folded("Secrets" + "\u200b" * 10_000) == "secrets"
+    assert _folded_short.cache_info().currsize == before

@@ -1,0 +1,68 @@
+"""Pending items as proposals (spec 12, 22.2): an item of a binding's pending section
+proposes writing its ``candidate`` at its ``target_path``. A proposal that a write adds
+or changes is checked as that write would be: its target must be a path the binding
+lets ops write, and the denylist holds inside its candidate, at the target."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from memnet.domain import pointers
+from memnet.domain.envelope import CONTENT, canonical
+from memnet.domain.pointers import Segments
+
+NOT_WRITABLE = "a pending item's target_path must be a path this binding lets ops write."
+
+
+def fresh(old: Any, new: Any, pending: Segments) -> list[tuple[int, Any]]:
+    """``(index, item)`` of each pending item of content ``new`` that content ``old`` did
+    not hold. Items compare as canonical JSON, as a multiset: adding an item before
+    others, or reordering them, changes no other item; changing any member of one
+    (its ``target_path`` alone, say) makes it fresh."""
+    kept = Counter(canonical(item) for item in items_at(old, pending))
+    found = []
+    for index, item in enumerate(items_at(new, pending)):
+        key = canonical(item)
+        if kept[key]:
+            kept[key] -= 1
+        else:
+            found.append((index, item))
+    return found
+
+
+def items_at(content: Any, pending: Segments) -> list[Any]:
+    try:
+        found = pointers.resolve(content, pending)
+    except KeyError:
+        return []
+    return found if isinstance(found, list) else []
+
+
+def target_of(item: Any) -> Segments | None:
+    """The parsed ``target_path`` of a pending item, or None."""
+    target = item.get("target_path") if isinstance(item, dict) else None
+    try:
+        return pointers.parse(target) if isinstance(target, str) else None
+    except ValueError:
+        return None
+
+
+def writable(item: Any, rules: tuple[Segments, ...]) -> bool:
+    target = target_of(item)
+    return target is not None and any(pointers.is_within(target, r) for r in rules)
+
+
+def denied_members(
+    index: int, item: Any, pending: Segments, patterns: tuple[Segments, ...]
+) -> Iterator[str]:
+    """The document paths of the members of the item's candidate (the candidate itself
+    included) that the denylist holds when they are placed at its target."""
+    target = target_of(item)
+    if target is None or not isinstance(item, dict):
+        return
+    base = (CONTENT, *pending, str(index), "candidate")
+    for inner in pointers.walk(item.get("candidate")):
+        if any(pointers.matches_pattern((*target, *inner), p) for p in patterns):
+            yield pointers.render((*base, *inner))
