@@ -174,6 +174,16 @@ def _durable_touch(profile: Profile, binding: Binding, op: Op) -> str | None:
     return None
 
 
+def change_violations(
+    profile: Profile, binding: Binding, before: Any, after: Any
+) -> list[Violation]:
+    """What the checks on the resulting document find about the change itself: the
+    denylist over what it creates or changes, and the targets of new proposals."""
+    return denied_changes(profile, binding, before, after) + pending_violations(
+        profile, binding, before, after
+    )
+
+
 def denied_changes(profile: Profile, binding: Binding, before: Any, after: Any) -> list[Violation]:
     """Denylisted fields that the write creates or changes, wherever the value came from
     (an op's value, or a ``copy``/``move`` of existing data), including inside the

@@ -19,10 +19,8 @@ from memnet.domain.envelope import serialise
 from memnet.domain.errors import EtagMismatch, NotFound, Unprocessable
 from memnet.domain.layout import DocumentRef
 from memnet.domain.policy import (
-    Violation,
     WriteIntent,
-    denied_changes,
-    pending_violations,
+    change_violations,
     plan_ops,
 )
 from memnet.domain.profiles import Binding, Profile
@@ -267,7 +265,7 @@ class DocumentService:
             return write_response(record, current.etag, current.document, unchanged=True)
         validator = self._registry.validator(binding)
         found = document_violations(document, binding, validator, len(text))
-        raise_if_any(found or _policy_violations(profile, binding, before or {}, document))
+        raise_if_any(found or change_violations(profile, binding, before or {}, document))
         self._audit.write(ref, record)
         condition = Condition.match(current.etag) if current else Condition.create_only()
         try:
@@ -321,14 +319,6 @@ def _same_content(before: dict[str, Any], after: dict[str, Any]) -> bool:
     """Whether a write leaves the content as it was (compared as JSON text: ``1`` and
     ``true`` differ); such a write creates no version (only ``test`` ops, say)."""
     return serialise(before.get("content")) == serialise(after.get("content"))
-
-
-def _policy_violations(
-    profile: Profile, binding: Binding, before: dict[str, Any], after: dict[str, Any]
-) -> list[Violation]:
-    return denied_changes(profile, binding, before, after) + pending_violations(
-        profile, binding, before, after
-    )
 
 
 def _etag_mismatch(message: str, latest: str | None) -> EtagMismatch:
