@@ -9,8 +9,6 @@ reports the bad ones, and sends nothing to the poison queue. Local files and Azu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,15 +16,13 @@ import pytest
 from funchost import start_in_thread
 from funchost.__main__ import OPERATOR
 from funchost.queues import PortQueueSource
-from memnet import bootstrap
-from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.bootstrap import Services
 from memnet.ports import Condition, EventQuery, StorageError
 from memnet.services.event_index import INDEX_QUEUE
-from tests.api.test_event_indexing import FlakyIndex, wait_for
+from tests.api.test_event_indexing import FlakyIndex, flaky, wait_for
 from tests.api.test_events import event, ids, post, search
 from tests.clients import DirectClient
-from tests.conftest import AGENT_KEY, backend_settings
+from tests.conftest import AGENT_KEY
 
 EVENTS = "tenants/t1/users/u1/events/"
 
@@ -49,14 +45,7 @@ BAD = {
 LEGACY = {"evt_lowercase": record("evt_lowercase", timestamp="2026-02-14t20:00:00z")}
 
 
-@pytest.fixture(params=["local", "azurite"])
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Services, FlakyIndex]]:
-    settings = backend_settings(request, request.param, tmp_path / "data")
-    index = FlakyIndex(SqliteSearchIndex(tmp_path / "search.sqlite3"))
-    built = bootstrap.build(settings, index=index)
-    bootstrap.install(built)
-    yield built, index
-    bootstrap.install(None)
+__all__ = ["flaky"]  # the fixture: services on a FlakyIndex, local and Azurite
 
 
 def plant(services: Services, blobs: dict[str, bytes]) -> None:
@@ -75,9 +64,9 @@ def indexed_ids(services: Services) -> set[str]:
 
 
 def test_reindex_indexes_the_good_events_and_reports_the_bad_ones(
-    world: tuple[Services, FlakyIndex],
+    flaky: tuple[Services, FlakyIndex],
 ):
-    services, _ = world
+    services, _ = flaky
     good = good_events()
     services.index.delete("t1", "u1", good)  # a lost index, to be rebuilt
     plant(services, {**BAD, **LEGACY})
@@ -95,9 +84,9 @@ def test_reindex_indexes_the_good_events_and_reports_the_bad_ones(
 
 
 def test_the_queue_trigger_indexes_the_good_events_and_poisons_nothing(
-    world: tuple[Services, FlakyIndex],
+    flaky: tuple[Services, FlakyIndex],
 ):
-    services, _ = world
+    services, _ = flaky
     client = DirectClient(AGENT_KEY)
     good = good_events()
     services.index.delete("t1", "u1", good)
@@ -116,9 +105,9 @@ def test_the_queue_trigger_indexes_the_good_events_and_poisons_nothing(
 
 
 def test_an_entry_of_a_blob_that_went_bad_is_removed_not_served(
-    world: tuple[Services, FlakyIndex],
+    flaky: tuple[Services, FlakyIndex],
 ):
-    services, _ = world
+    services, _ = flaky
     (good,) = good_events(1)
     services.blobs.write(f"{EVENTS}{good}.json", b"garbage", Condition.unconditional())
     services.events.reindex(OPERATOR, "t1", "u1")
@@ -129,9 +118,9 @@ def test_an_entry_of_a_blob_that_went_bad_is_removed_not_served(
 
 
 def test_an_event_the_index_refuses_is_skipped_and_the_rest_of_its_batch_indexed(
-    world: tuple[Services, FlakyIndex],
+    flaky: tuple[Services, FlakyIndex],
 ):
-    services, index = world
+    services, index = flaky
     good = good_events()
     services.index.delete("t1", "u1", good)
     index.refuse = {good[2]}
@@ -143,9 +132,9 @@ def test_an_event_the_index_refuses_is_skipped_and_the_rest_of_its_batch_indexed
 
 
 def test_an_index_that_refuses_every_event_fails_the_job_for_a_retry(
-    world: tuple[Services, FlakyIndex],
+    flaky: tuple[Services, FlakyIndex],
 ):
-    services, index = world
+    services, index = flaky
     good = good_events(3)
     services.index.delete("t1", "u1", good)
     index.fault = StorageError("index not found (test)")
