@@ -10,9 +10,10 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from memnet.domain.callers import Caller
+from memnet.domain.replay_contract import ExtractionRequest
 
 
 class StorageError(Exception):
@@ -261,3 +262,67 @@ class Authenticator(Protocol):
         ...
 
     def describe(self) -> str: ...
+
+
+# -- snapshot keys (spec 16.2; ARCHITECTURE.md "Replay") ------------------------------------
+
+
+class KeyProviderError(Exception):
+    """A key-encryption key could not wrap or unwrap. ``transient``: retrying may work
+    (the vault is unreachable or throttling); otherwise the key is wrong, missing or
+    refused and retrying will not help."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+@dataclass(frozen=True)
+class WrappedKey:
+    """A data key wrapped by a key-encryption key, with what unwrapping it needs."""
+
+    provider: str  # "local-file" or "azure-keyvault"
+    key_id: str  # the KEK's id (for Key Vault the versioned key URL)
+    algorithm: str  # "A256KW" (RFC 3394) or "RSA-OAEP-256"
+    wrapped: bytes
+
+
+class KeyProvider(Protocol):
+    """Wraps and unwraps per-snapshot data keys with a key-encryption key that never
+    leaves the provider (a local key file, or Azure Key Vault)."""
+
+    def wrap(self, data_key: bytes) -> WrappedKey:
+        """Wrap ``data_key`` with the current KEK; :class:`KeyProviderError` otherwise."""
+        ...
+
+    def unwrap(self, wrapped: WrappedKey) -> bytes:
+        """The data key; :class:`KeyProviderError` when the KEK is unknown, wrong or
+        unreachable."""
+        ...
+
+    def describe(self) -> str: ...
+
+
+# -- extractors (spec 13, 9.3) ------------------------------------------------------------
+
+
+class ExtractorError(Exception):
+    """The extractor produced nothing usable. ``transient``: a retry may succeed (timeout,
+    429, 5xx); otherwise the failure is recorded in the replay's status."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class Extractor(Protocol):
+    """Turns a conversation into a structured replay output (digests and patches, see
+    :mod:`memnet.domain.replay_contract`). The output is untrusted: the replay worker
+    validates every part of it and records what it rejects."""
+
+    name: str
+    version: str
+
+    def extract(self, request: ExtractionRequest) -> Any:
+        """The raw output (JSON-like), or :class:`ExtractorError`."""
+        ...
