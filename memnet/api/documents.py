@@ -20,7 +20,9 @@ from memnet.services.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
-PATCH_FIELDS = frozenset({"profile_id", "binding_id", "ops", "reason", "evidence", "confidence"})
+PATCH_FIELDS = frozenset(
+    {"profile_id", "binding_id", "ops", "reason", "evidence", "confidence", "rebase"}
+)
 PUT_FIELDS = frozenset({"profile_id", "binding_id", "content", "reason", "evidence"})
 
 
@@ -68,7 +70,10 @@ def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
     command = _command(request, caller, body, request_id, "live_update")
     if "ops" not in body:
         raise_missing("ops")
-    command = _with(command, ops=parse_ops(body["ops"]))
+    rebase = body.get("rebase", False)
+    if not isinstance(rebase, bool):
+        raise BadRequest("rebase must be true or false.", code="INVALID_FIELD", field="rebase")
+    command = _with(command, ops=parse_ops(body["ops"]), rebase=rebase)
     return _render(bootstrap.services().documents.patch(caller, command), caller)
 
 

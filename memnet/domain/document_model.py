@@ -42,3 +42,4 @@ class WriteCommand:
     confidence: float | None = None
     ops: list[Op] = field(default_factory=list)
     content: dict[str, Any] | None = None
+    rebase: bool = False  # a stale If-Match is moved to the latest version when ops commute

@@ -50,6 +50,21 @@ class DocumentChain:
             )
         return record.get("prev_change_id"), record.get("pre_etag")
 
+    def since_version(
+        self, ref: DocumentRef, current: StoredDocument, etag: str | None, limit: int
+    ) -> list[dict[str, Any]] | None:
+        """The committed changes made after the version with ``etag`` (None: after the
+        document did not exist), newest first; None if that version is not among the
+        last ``limit`` changes."""
+        since: list[dict[str, Any]] = []
+        for record in self._audit.chain(ref, current.document.get("change_id")):
+            since.append(record)
+            if record.get("pre_etag") == etag:
+                return since
+            if len(since) >= limit:
+                return None
+        return None
+
     def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
         """The response of ``change_id`` if it reached the document, else None.
 

@@ -24,6 +24,7 @@ from memnet.domain.policy import (
     plan_ops,
 )
 from memnet.domain.profiles import Binding, Profile
+from memnet.domain.rebase import conflict
 from memnet.domain.timestamps import format_millis
 from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
 from memnet.ports import (
@@ -158,9 +159,24 @@ class DocumentService:
     def _patch(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
     ) -> Response:
+        """One attempt; with ``rebase``, a write that loses the race to another writer
+        between reading the latest version and writing is rebased again, up to
+        :data:`REBASE_ATTEMPTS` times in all."""
         if any(op.reads() for op in cmd.ops):  # test, copy and move show the document
             caller.require(cmd.ref.tenant_id, "read")
-        current = self._checked_current(cmd)
+        attempts = REBASE_ATTEMPTS if cmd.rebase else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._patch_once(caller, cmd, profile, binding, ticket)
+            except LostRace:
+                if attempt == attempts:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _patch_once(
+        self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
+    ) -> Response:
+        current = self._checked_current(cmd, binding)
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence)
         planned = plan_ops(profile, binding, cmd.ops, intent)
         raise_if_any(planned.violations)
@@ -176,29 +192,63 @@ class DocumentService:
             base,
         )
         record["redirected_ops"] = planned.redirected
+        if current is not None and current.etag != cmd.precondition.if_match:
+            record["rebased_from"] = cmd.precondition.if_match
+        elif current is not None and cmd.precondition.create:
+            record["rebased_from"] = None  # created meanwhile by another writer
         return self._commit(cmd.ref, profile, binding, current, record, caller.may_read())
 
     def _replace(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
     ) -> Response:
-        current = self._checked_current(cmd)
+        current = self._checked_current(cmd, None)
         base = self._base(binding, current, cmd.content or {})
         record = self._record(caller, cmd, profile, binding, ticket, current, [], base)
         return self._commit(cmd.ref, profile, binding, current, record, caller.may_read())
 
-    def _checked_current(self, cmd: WriteCommand) -> StoredDocument | None:
+    def _checked_current(
+        self, cmd: WriteCommand, rebase_for: Binding | None
+    ) -> StoredDocument | None:
+        """The latest version, if the precondition holds for it: it names that version,
+        or (asked to rebase, a patch of binding ``rebase_for``) the ops commute with every
+        change since the version it names."""
         current = self.load(cmd.ref)
         wanted = cmd.precondition
-        if wanted.create and current is not None:
-            raise _etag_mismatch("Document already exists (If-None-Match: *).", current.etag)
         if wanted.if_match is not None and current is None:
             raise NotFound(
                 "Document does not exist; create it with If-None-Match: *.",
                 code="DOCUMENT_NOT_FOUND",
             )
-        if current is not None and wanted.if_match != current.etag:
+        if current is None or (not wanted.create and wanted.if_match == current.etag):
+            return current
+        if cmd.rebase and rebase_for is not None:
+            self._check_rebase(cmd, rebase_for, current)
+        elif wanted.create:
+            raise _etag_mismatch("Document already exists (If-None-Match: *).", current.etag)
+        else:
             raise _etag_mismatch("If-Match does not match latest document version.", current.etag)
         return current
+
+    def _check_rebase(self, cmd: WriteCommand, binding: Binding, current: StoredDocument) -> None:
+        """412 unless the changes since the named version are at most
+        :data:`REBASE_MAX_CHANGES` and the ops commute with all of them."""
+        since = self._chain.since_version(
+            cmd.ref, current, cmd.precondition.if_match, REBASE_MAX_CHANGES
+        )
+        if since is None:
+            raise EtagMismatch(
+                "If-Match names no version among the last "
+                f"{REBASE_MAX_CHANGES} changes; refetch and retry.",
+                latest_etag=current.etag,
+                rebase={"reason": "base version not found"},
+            )
+        found = conflict(cmd.ops, since, dict(binding.initial_content))
+        if found is not None:
+            raise EtagMismatch(
+                "The document changed since If-Match in a way these ops depend on.",
+                latest_etag=current.etag,
+                rebase=found.as_json(),
+            )
 
     def _base(
         self, binding: Binding, current: StoredDocument | None, content: dict[str, Any]
@@ -285,7 +335,7 @@ class DocumentService:
         self._audit.discard(ref, record["change_id"])
         latest = self.load(ref)
         message = "Document changed concurrently; refetch and retry."
-        raise _etag_mismatch(message, latest.etag if latest else None) from exc
+        raise LostRace(message, latest_etag=latest.etag if latest else None) from exc
 
     def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
         return self._chain.committed_response(ref, change_id)
@@ -298,6 +348,14 @@ class DocumentService:
 
     def _now(self) -> str:
         return format_millis(self._clock.now())
+
+
+REBASE_ATTEMPTS = 8
+REBASE_MAX_CHANGES = 64
+
+
+class LostRace(EtagMismatch):
+    """Another writer changed the document between our read and our write."""
 
 
 class OutcomeUnknown(Exception):

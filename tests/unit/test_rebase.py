@@ -1,0 +1,100 @@
+"""Which patches commute with the changes made since their base (spec 14)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memnet.domain.patching import parse_ops
+from memnet.domain.rebase import conflict
+
+
+def change(*ops: dict[str, Any], change_id: str = "chg_1", **extra: Any) -> dict[str, Any]:
+    return {"change_id": change_id, "ops": list(ops), "base": None, **extra}
+
+
+def add(path: str, value: Any = "x") -> dict[str, Any]:
+    return {"op": "add", "path": path, "value": value}
+
+
+def replace(path: str, value: Any = "x") -> dict[str, Any]:
+    return {"op": "replace", "path": path, "value": value}
+
+
+def remove(path: str) -> dict[str, Any]:
+    return {"op": "remove", "path": path}
+
+
+def check(ours: list[dict[str, Any]], *theirs: dict[str, Any]) -> str | None:
+    found = conflict(parse_ops(ours), list(theirs), {"notes": []})
+    return None if found is None else found.reason
+
+
+COMMUTING = [
+    ([add("/content/notes/-")], change(add("/content/notes/-"))),
+    ([add("/content/notes/-")], change(remove("/content/notes/0"))),
+    ([add("/content/notes/-")], change(replace("/content/notes/2"))),
+    ([add("/content/facets/b")], change(add("/content/facets/a"))),
+    ([replace("/content/summary")], change(add("/content/notes/-"))),
+    ([replace("/content/notes/3")], change(add("/content/notes/-"))),
+    ([replace("/content/notes/3")], change(replace("/content/notes/1"))),
+    ([{"op": "test", "path": "/content/summary", "value": "s"}], change(add("/content/notes/-"))),
+    ([add("/content/notes/-")], change({"op": "test", "path": "/content/notes", "value": []})),
+]
+
+CONFLICTING = [
+    ([add("/content/notes/-")], change(replace("/content/notes", []))),
+    ([add("/content/notes/-")], change(remove("/content/facets"), replace("/content", {}))),
+    ([replace("/content/summary")], change(replace("/content/summary"))),
+    ([replace("/content/facets/a")], change(remove("/content/facets"))),
+    ([replace("/content/facets")], change(add("/content/facets/a"))),
+    ([replace("/content/notes/3")], change(remove("/content/notes/1"))),
+    ([remove("/content/notes/0")], change(add("/content/notes/0"))),
+    ([replace("/content/notes")], change(add("/content/notes/-"))),
+    ([{"op": "test", "path": "/content/summary", "value": "s"}], change(replace("/content/summary"))),
+    (
+        [{"op": "copy", "from": "/content/summary", "path": "/content/notes/-"}],
+        change(replace("/content/summary")),
+    ),
+    (
+        [replace("/content/notes/0")],
+        change({"op": "move", "from": "/content/notes/1", "path": "/content/facets/x"}),
+    ),
+]
+
+
+@pytest.mark.parametrize(("ours", "theirs"), COMMUTING)
+def test_commuting_ops_move_past_the_change(ours, theirs):
+    assert check(ours, theirs) is None
+
+
+@pytest.mark.parametrize(("ours", "theirs"), CONFLICTING)
+def test_dependent_ops_conflict(ours, theirs):
+    assert check(ours, theirs) is not None
+
+
+def test_a_replace_of_the_whole_document_conflicts_with_everything():
+    replaced = change(change_id="chg_9", operation="replace", base={"content": {"notes": []}})
+    found = conflict(parse_ops([add("/content/notes/-")]), [replaced], {"notes": []})
+    assert found is not None and found.change_id == "chg_9"
+    assert found.as_json()["reason"] == "the document was replaced"
+
+
+def test_a_create_from_the_initial_content_counts_by_its_ops():
+    created = change(add("/content/notes/-"), operation="create", base={"content": {"notes": []}})
+    assert conflict(parse_ops([add("/content/notes/-")]), [created], {"notes": []}) is None
+    other = {**created, "base": {"content": {"notes": ["seeded"]}}}
+    assert conflict(parse_ops([add("/content/notes/-")]), [other], {"notes": []}) is not None
+
+
+def test_the_first_conflict_names_its_change_and_path():
+    first = change(add("/content/notes/-"), change_id="chg_a")
+    second = change(replace("/content/summary"), change_id="chg_b")
+    found = conflict(parse_ops([replace("/content/summary")]), [first, second], {})
+    assert found is not None
+    assert found.as_json() == {
+        "change_id": "chg_b",
+        "path": "/content/summary",
+        "reason": "a change since wrote this path",
+    }
