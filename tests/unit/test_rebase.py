@@ -52,7 +52,7 @@ CONFLICTING = [
     ([replace("/content/notes/3")], change(remove("/content/notes/1"))),
     ([remove("/content/notes/0")], change(add("/content/notes/0"))),
     ([replace("/content/notes")], change(add("/content/notes/-"))),
-    ([{"op": "test", "path": "/content/summary", "value": "s"}], change(replace("/content/summary"))),
+    ([{"op": "test", "path": "/content/x", "value": "s"}], change(replace("/content/x"))),
     (
         [{"op": "copy", "from": "/content/summary", "path": "/content/notes/-"}],
         change(replace("/content/summary")),
