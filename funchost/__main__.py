@@ -94,7 +94,13 @@ def _serve(args: argparse.Namespace) -> int:
     # The host refuses, unread, any body larger than the app would accept.
     limit = services.settings.max_body_bytes
     serve_forever(
-        function_app.app, args.host, args.port, queues=services.queue, max_body_bytes=limit
+        function_app.app,
+        args.host,
+        args.port,
+        queues=services.queue,
+        max_body_bytes=limit,
+        blobs=services.blobs,
+        blob_container=services.settings.blob_container,
     )
     return 0
 

@@ -1,4 +1,4 @@
-"""Background runners for timer- and queue-triggered functions."""
+"""Background runners for timer-, queue- and blob-triggered functions."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Protocol
 
 import azure.functions as func
 
+from funchost.blobs import BlobPoller
 from funchost.index import FunctionIndex, QueueFunction, TimerFunction, invoke
 from funchost.schedule import parse_ncrontab, resolve_schedule
 
@@ -30,7 +31,8 @@ class QueueSource(Protocol):
 
 
 class BackgroundRunner:
-    """Runs timer functions on their schedules and, given a QueueSource, queue functions."""
+    """Runs timer functions on their schedules and, given a QueueSource, queue functions;
+    given a BlobPoller, runs it on its own thread at its interval."""
 
     def __init__(
         self,
@@ -38,11 +40,13 @@ class BackgroundRunner:
         queue_source: QueueSource | None = None,
         run_timers: bool = True,
         poll_interval: float = 1.0,
+        blob_poller: BlobPoller | None = None,
     ) -> None:
         self._index = index
         self._queue_source = queue_source
         self._run_timers = run_timers
         self._poll_interval = poll_interval
+        self._blob_poller = blob_poller
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -52,6 +56,8 @@ class BackgroundRunner:
                 self._spawn(f"timer-{timer.name}", functools.partial(self._run_timer, timer))
         if self._queue_source is not None and self._index.queue_functions:
             self._spawn("queues", self._run_queues)
+        if self._blob_poller is not None:
+            self._spawn("blobs", functools.partial(self._blob_poller.run, self._stop))
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()

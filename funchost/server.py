@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Self
 
 import azure.functions as func
 
+from funchost import settings
 from funchost.background import BackgroundRunner, QueueSource
+from funchost.blobs import blob_poller_for
 from funchost.dispatch import FunctionHost
 from funchost.handler import RequestHandler
 from funchost.queues import PortQueueSource
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from _socket import _RetAddress
     from socketserver import _RequestType
 
-    from memnet.ports import MessageQueue
+    from memnet.ports import BlobStore, MessageQueue
 
 logger = logging.getLogger("funchost")
 
@@ -131,11 +133,16 @@ def start_in_thread(
     queues: MessageQueue | None = None,
     max_body_bytes: int | None = None,
     limits: HostLimits | None = None,
+    blobs: BlobStore | None = None,
+    blob_container: str | None = None,
+    blob_poll_seconds: float | None = None,
 ) -> RunningServer:
     """Serve `app` on a daemon thread (port 0 picks a free port); for tests and embedding.
 
     Queue functions run given a `queue_source`, or `queues`: a MessageQueue polled with
     the retry and poison settings of host.json (`PortQueueSource.from_host_json`).
+    Blob functions of `blob_container` run given `blobs`, the store of that container,
+    polled every `blob_poll_seconds` (default `FUNCHOST_BLOB_POLL_SECONDS`; 0: never).
     `limits` default to the `FUNCHOST_*` settings; `max_body_bytes` replaces theirs."""
     if queue_source is None and queues is not None:
         queue_source = PortQueueSource.from_host_json(queues)
@@ -143,7 +150,10 @@ def start_in_thread(
     if max_body_bytes is not None:
         limits = replace(limits, max_body_bytes=max_body_bytes)
     server = Server((host, port), FunctionHost(app, route_prefix), limits)
-    background = BackgroundRunner(server.function_host.index, queue_source, run_timers)
+    index = server.function_host.index
+    interval = settings.blob_poll_seconds() if blob_poll_seconds is None else blob_poll_seconds
+    poller = blob_poller_for(index.blob_functions, blobs, blob_container, interval)
+    background = BackgroundRunner(index, queue_source, run_timers, blob_poller=poller)
     thread = threading.Thread(target=server.serve_forever, name="funchost-http", daemon=True)
     thread.start()
     background.start()
@@ -159,9 +169,12 @@ def serve_forever(
     queue_source: QueueSource | None = None,
     queues: MessageQueue | None = None,
     max_body_bytes: int | None = None,
+    blobs: BlobStore | None = None,
+    blob_container: str | None = None,
 ) -> None:
     """Serve `app` in the calling thread until interrupted (the CLI entry point); a body
-    over `max_body_bytes` (default: `FUNCHOST_MAX_BODY_BYTES`) is refused unread."""
+    over `max_body_bytes` (default: `FUNCHOST_MAX_BODY_BYTES`) is refused unread. Blob
+    functions of `blob_container` run over `blobs` as in :func:`start_in_thread`."""
     running = start_in_thread(
         app,
         host,
@@ -170,6 +183,8 @@ def serve_forever(
         queue_source=queue_source,
         queues=queues,
         max_body_bytes=max_body_bytes,
+        blobs=blobs,
+        blob_container=blob_container,
     )
     function_host = running.server.function_host
     base = f"{running.url}/{function_host.prefix}".rstrip("/")

@@ -77,17 +77,29 @@ class HostLimits:
         )
 
 
-def _positive(env: Mapping[str, str], name: str, kind: Callable[[str], _N], default: _N) -> _N:
+def _positive(
+    env: Mapping[str, str], name: str, kind: Callable[[str], _N], default: _N, zero: bool = False
+) -> _N:
+    """The setting `name` as a finite number above 0 (or at least 0, with `zero`)."""
     text = env.get(name, "").strip()
     if not text:
         return default
+    wanted = "a number >= 0" if zero else "a positive number"
     try:
         value = kind(text)
     except ValueError:
-        raise ValueError(f"{name} must be a positive number: {text!r}") from None
-    if not 0 < value < math.inf:
-        raise ValueError(f"{name} must be a positive number: {text!r}")
+        raise ValueError(f"{name} must be {wanted}: {text!r}") from None
+    in_range = value >= 0 if zero else value > 0  # False for NaN too
+    if not in_range or value == math.inf:
+        raise ValueError(f"{name} must be {wanted}: {text!r}")
     return value
+
+
+def blob_poll_seconds(env: Mapping[str, str] | None = None) -> float:
+    """``FUNCHOST_BLOB_POLL_SECONDS``: how often blob triggers poll the store (default 2;
+    0 disables them). See :mod:`funchost.blobs` for what one poll costs."""
+    env = os.environ if env is None else env
+    return _positive(env, "FUNCHOST_BLOB_POLL_SECONDS", float, 2.0, zero=True)
 
 
 def invocation_threads(env: Mapping[str, str] | None = None) -> int:

@@ -1,0 +1,210 @@
+"""Blob triggers on the local host: a poller over a :class:`memnet.ports.BlobStore`.
+
+On Azure Flex Consumption a blob trigger must use the Event Grid source, which cannot
+fire here; this host polls instead. For each blob function whose container is the
+store's, the path template (``%NAME%`` settings resolved from os.environ, as the
+Functions host does) is compiled once: the first segment is the container, each
+``{name}`` in the rest matches one path segment (``[^/]+``), everything else is literal.
+Each poll lists the store under the template's static prefix (the part before the first
+``{``) and invokes the function once per new matching blob with a real
+``func.blob.InputStream`` named ``<container>/<blob name>``.
+
+Delivery is at least once, as with Event Grid: seen blobs are remembered in memory, so
+every restart fires again for every existing matching blob. The app's blob functions
+must therefore be idempotent, and ours are (the snapshot trigger's replay is keyed by a
+create-only replay record). A blob is remembered by name only: one overwritten in place
+does not fire again. A function that raises is logged and retried on the next poll, up
+to :data:`MAX_ATTEMPTS` attempts in all, then logged as given up (a poison blob).
+
+Cost: each poll lists every blob under each watched prefix. The snapshot trigger's
+prefix is ``tenants/``, i.e. the whole store: measured at 14 ms per 10,000 blobs on the
+embedded store (warm page cache), under 1% of a core at the default interval.
+``FUNCHOST_BLOB_POLL_SECONDS`` (default 2 s, 0 disables the poller) trades that listing
+against how soon a blob fires. The function's ``connection`` is not read: the caller
+hands the poller its store, which holds one container.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import azure.functions as func
+
+from funchost.index import BlobFunction, invoke
+from memnet.ports import BlobNotFound, BlobStore
+
+logger = logging.getLogger("funchost")
+
+MAX_ATTEMPTS = 5
+_SETTING = re.compile(r"%([^%]+)%")
+_PARAMETER = re.compile(r"\{[^{}/]+\}")
+
+
+@dataclass(frozen=True)
+class BlobPath:
+    """A compiled blob trigger path: its container, the static prefix to list under, and
+    the pattern a blob name (relative to the container) must match in full."""
+
+    container: str
+    prefix: str
+    pattern: re.Pattern[str]
+
+    def matches(self, name: str) -> bool:
+        return self.pattern.fullmatch(name) is not None
+
+
+def resolve_settings(text: str, env: Mapping[str, str] | None = None) -> str:
+    """Replace every ``%NAME%`` with that setting; :class:`ValueError` if one is unset."""
+    env = os.environ if env is None else env
+
+    def setting(found: re.Match[str]) -> str:
+        value = env.get(found.group(1))
+        if not value:
+            raise ValueError(f"blob path setting {found.group(1)!r} is not set")
+        return value
+
+    return _SETTING.sub(setting, text)
+
+
+def compile_blob_path(path: str, env: Mapping[str, str] | None = None) -> BlobPath:
+    """Compile ``<container>/<template>``; :class:`ValueError` if it cannot be one."""
+    container, slash, template = resolve_settings(path, env).strip("/").partition("/")
+    if not slash or not template or "{" in container:
+        raise ValueError(f"blob path needs a literal container and a blob name: {path!r}")
+    literals = _PARAMETER.split(template)
+    if any("{" in part or "}" in part for part in literals):
+        raise ValueError(f"blob path has an unbalanced or empty {{...}}: {path!r}")
+    pattern = "[^/]+".join(re.escape(part) for part in literals)
+    return BlobPath(container, template.partition("{")[0], re.compile(pattern))
+
+
+@dataclass(frozen=True)
+class _Watch:
+    function: BlobFunction
+    path: BlobPath
+
+
+class BlobPoller:
+    """Fires the blob functions watching ``container`` for the blobs of ``store``."""
+
+    def __init__(
+        self,
+        functions: Iterable[BlobFunction],
+        store: BlobStore,
+        container: str,
+        interval: float = 2.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self._store = store
+        self._container = container
+        self.interval = interval
+        self._watches = [w for f in functions if (w := _watch(f, container, env)) is not None]
+        self._seen: set[tuple[str, str]] = set()  # (function name, blob name)
+        self._failures: dict[tuple[str, str], int] = {}
+
+    @property
+    def function_names(self) -> list[str]:
+        return [watch.function.name for watch in self._watches]
+
+    def run(self, stop: threading.Event) -> None:
+        """Poll until ``stop`` is set: at once, then every ``interval`` seconds."""
+        names = ", ".join(self.function_names)
+        logger.info(
+            "blob functions %s: polling %r every %g s", names, self._container, self.interval
+        )
+        while not stop.is_set():
+            self.poll(stop)
+            stop.wait(self.interval)
+
+    def poll(self, stop: threading.Event | None = None) -> int:
+        """One scan: fire every new matching blob once; return how many invocations ran."""
+        fired = 0
+        for watch in self._watches:
+            for name in self._new_blobs(watch):
+                if stop is not None and stop.is_set():
+                    return fired
+                fired += self._fire(watch.function, name)
+        return fired
+
+    def _new_blobs(self, watch: _Watch) -> list[str]:
+        """Listed in full before any invocation: a function may write under the prefix."""
+        try:
+            names = list(self._store.list_names(watch.path.prefix))
+        except Exception:
+            logger.exception("listing blobs for %s failed", watch.function.name)
+            return []
+        key = watch.function.name
+        return [n for n in names if (key, n) not in self._seen and watch.path.matches(n)]
+
+    def _fire(self, function: BlobFunction, name: str) -> int:
+        """Invoke ``function`` for blob ``name`` (0 when the blob could not be read)."""
+        try:
+            blob = self._store.read(name)
+        except BlobNotFound:
+            return 0  # deleted since it was listed: nothing to fire for
+        except Exception:  # a storage failure is not the function's: retried, not counted
+            logger.exception("reading blob %s for %s failed", name, function.name)
+            return 0
+        stream = func.blob.InputStream(
+            name=f"{self._container}/{name}", data=blob.data, length=len(blob.data)
+        )
+        try:
+            invoke(function.function, function.arg_name, stream)
+        except Exception:
+            self._failed(function, name)
+        else:
+            self._done(function, name)
+            logger.info("blob function %s ran for %s", function.name, name)
+        return 1
+
+    def _failed(self, function: BlobFunction, name: str) -> None:
+        key = (function.name, name)
+        attempts = self._failures[key] = self._failures.get(key, 0) + 1
+        logger.exception(
+            "blob function %s failed on %s (attempt %d)", function.name, name, attempts
+        )
+        if attempts >= MAX_ATTEMPTS:
+            logger.error("blob function %s gave up on %s after %d attempts", *key, attempts)
+            self._done(function, name)
+
+    def _done(self, function: BlobFunction, name: str) -> None:
+        self._seen.add((function.name, name))
+        self._failures.pop((function.name, name), None)
+
+
+def _watch(function: BlobFunction, container: str, env: Mapping[str, str] | None) -> _Watch | None:
+    """The function's compiled path when it watches ``container``; else None, logged."""
+    try:
+        path = compile_blob_path(function.path, env)
+    except ValueError as exc:
+        logger.error("blob function %s not started: %s", function.name, exc)
+        return None
+    if path.container != container:
+        logger.warning(
+            "blob function %s not started: it watches container %r, the host polls %r",
+            function.name,
+            path.container,
+            container,
+        )
+        return None
+    return _Watch(function, path)
+
+
+def blob_poller_for(
+    functions: Iterable[BlobFunction],
+    store: BlobStore | None,
+    container: str | None,
+    interval: float,
+) -> BlobPoller | None:
+    """A poller when there is a store, a container, a positive interval and a blob
+    function of that container to run; otherwise None."""
+    functions = list(functions)
+    if store is None or container is None or interval <= 0 or not functions:
+        return None
+    poller = BlobPoller(functions, store, container, interval)
+    return poller if poller.function_names else None
