@@ -8,6 +8,7 @@ file and field.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,8 +18,11 @@ from memnet.domain import pointers
 from memnet.domain.pointers import Segments
 
 DEFAULT_MAX_OPS = 50
+DEFAULT_MAX_STATEMENTS = 20
 _TEMPLATE_VAR = re.compile(r"\{([a-z_]+)\}")
 _VAR_VALUE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+INLINE_FIELDS = frozenset({"text", "message_id", "timestamp"})
+WHOLE_FIELDS = frozenset({"confidence", "evidence"})
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,29 @@ class ContextRules:
 
 
 @dataclass(frozen=True)
+class StatementRule:
+    """One ``replay_rules`` statement (docs/profiles.md): where ``pattern`` matches a
+    message of one of ``roles``, its ``text`` group becomes ``value`` (a template, see
+    :func:`fill_value`) added at ``pointer`` of the ``binding_id`` document."""
+
+    rule_id: str
+    pattern: re.Pattern[str]
+    roles: frozenset[str]
+    binding_id: str
+    pointer: Segments
+    value: Any
+    confidence: float
+
+
+@dataclass(frozen=True)
+class ReplayRules:
+    """What the rule extractor looks for; none: it writes digests only."""
+
+    statements: tuple[StatementRule, ...] = ()
+    max_statements: int = DEFAULT_MAX_STATEMENTS
+
+
+@dataclass(frozen=True)
 class Profile:
     profile_id: str
     bindings: tuple[Binding, ...]
@@ -112,6 +139,7 @@ class Profile:
     confidence: ConfidenceRules
     raw: Mapping[str, Any]
     context: ContextRules = ContextRules()
+    replay: ReplayRules = ReplayRules()
 
     def binding(self, binding_id: str) -> Binding | None:
         return next((b for b in self.bindings if b.binding_id == binding_id), None)
@@ -136,6 +164,7 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
         confidence=_build_confidence(raw.get("confidence_rules", {})),
         raw=raw,
         context=_build_context(raw.get("context_rules", {})),
+        replay=_build_replay(raw.get("replay_rules", {})),
     )
 
 
@@ -175,3 +204,74 @@ def _build_confidence(raw: Mapping[str, Any]) -> ConfidenceRules:
         pending_sections={b: pointers.parse(p) for b, p in raw.get("pending_sections", {}).items()},
         require_evidence=raw.get("require_evidence_for_durable", True),
     )
+
+
+def _build_replay(raw: Mapping[str, Any]) -> ReplayRules:
+    return ReplayRules(
+        statements=tuple(
+            StatementRule(
+                rule_id=rule["id"],
+                pattern=re.compile(rule["pattern"]),
+                roles=frozenset(rule.get("roles", ["user"])),
+                binding_id=rule["binding"],
+                pointer=pointers.parse(rule["pointer"]),
+                value=rule.get("value", "{text}"),
+                confidence=rule["confidence"],
+            )
+            for rule in raw.get("statements", [])
+        ),
+        max_statements=raw.get("max_statements", DEFAULT_MAX_STATEMENTS),
+    )
+
+
+def fill_value(template: Any, fields: Mapping[str, Any]) -> Any:
+    """``template`` with its fields filled: a string that is exactly ``{name}`` becomes
+    ``fields[name]`` whatever its type; ``{text}``, ``{message_id}`` and ``{timestamp}``
+    inside longer strings are replaced in one pass (a filled-in text is not scanned again,
+    so a message cannot smuggle in another field)."""
+    if isinstance(template, dict):
+        return {key: fill_value(item, fields) for key, item in template.items()}
+    if isinstance(template, list):
+        return [fill_value(item, fields) for item in template]
+    if not isinstance(template, str):
+        return template
+    whole = _TEMPLATE_VAR.fullmatch(template)
+    if whole is not None and whole.group(1) in fields:
+        return fields[whole.group(1)]
+    return _TEMPLATE_VAR.sub(lambda m: str(fields.get(m.group(1), m.group(0))), template)
+
+
+def statement_fields(
+    text: str, message_id: str, timestamp: str, confidence: float, snapshot_uri: str
+) -> dict[str, Any]:
+    """What a ``value`` template may name, for one statement found in one message."""
+    return {
+        "text": text,
+        "message_id": message_id,
+        "timestamp": timestamp,
+        "confidence": confidence,
+        "evidence": {"message_ids": [message_id], "snapshot_uri": snapshot_uri},
+    }
+
+
+def template_fields(template: Any) -> frozenset[str]:
+    """The ``{name}`` fields a ``value`` template (or one member of it) uses."""
+    return frozenset(_TEMPLATE_VAR.findall(json.dumps(template)))
+
+
+def template_problem(template: Any) -> str | None:
+    """Why a ``value`` template cannot be filled, or None: an unknown ``{name}``, or
+    ``{confidence}``/``{evidence}`` (not strings) inside a longer string."""
+    stack = [template]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict | list):
+            stack.extend(node.values() if isinstance(node, dict) else node)
+        elif isinstance(node, str):
+            whole = _TEMPLATE_VAR.fullmatch(node)
+            for name in _TEMPLATE_VAR.findall(node):
+                if name not in INLINE_FIELDS | WHOLE_FIELDS:
+                    return f"unknown field {{{name}}}"
+                if name in WHOLE_FIELDS and whole is None:
+                    return f"{{{name}}} must be the whole string"
+    return None

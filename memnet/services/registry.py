@@ -9,6 +9,7 @@ document's ``content``. A broken file stops startup with a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from importlib import resources
@@ -20,10 +21,21 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from memnet.domain import pointers
 from memnet.domain.callers import Caller
-from memnet.domain.envelope import envelope_schema
-from memnet.domain.errors import BadRequest, ConfigError, NotFound
-from memnet.domain.profiles import Binding, Profile, build_profile
+from memnet.domain.envelope import CONTENT, envelope_schema, new_envelope
+from memnet.domain.errors import BadRequest, ConfigError, NotFound, Unprocessable
+from memnet.domain.patching import apply_ops, parse_ops
+from memnet.domain.policy import WriteIntent, plan_ops
+from memnet.domain.profiles import (
+    Binding,
+    Profile,
+    StatementRule,
+    build_profile,
+    fill_value,
+    statement_fields,
+    template_problem,
+)
 
 SchemaKey = tuple[str, str]
 
@@ -90,6 +102,7 @@ def load_registry(directory: Path) -> ProfileRegistry:
     registry = ProfileRegistry(profiles, schemas)
     for profile in profiles.values():
         _check_initial_content(registry, profile, directory)
+        _check_statement_samples(registry, profile, directory)
     return registry
 
 
@@ -141,6 +154,7 @@ def _check_references(raw: Mapping[str, Any], schemas: Mapping[SchemaKey, Any], 
     for rules in ("durable_sections", "pending_sections"):
         _check_binding_keys(confidence.get(rules, {}), ids, f"/confidence_rules/{rules}", src)
     _check_routing(raw, src)
+    _check_statement_rules(raw, src)
 
 
 def _check_routing(raw: Mapping[str, Any], src: str) -> None:
@@ -163,6 +177,96 @@ def _check_binding_keys(rules: Mapping[str, Any], ids: list[str], where: str, sr
     for key in rules:
         if key not in ids:
             raise ConfigError(src, f"{where}/{key}", "names no binding of this profile")
+
+
+def _check_statement_rules(raw: Mapping[str, Any], src: str) -> None:
+    """Each ``replay_rules`` statement: a unique id, a pattern that compiles with a
+    ``text`` group, a binding of this profile whose path the replay can fill, a pointer
+    that appends (``/-``) or names a member, and a value template with known fields."""
+    rules = raw.get("replay_rules", {}).get("statements", [])
+    bindings = {b["binding_id"]: b for b in raw["document_bindings"]}
+    routing = raw.get("context_rules", {}).get("routing", {})
+    for i, rule in enumerate(rules):
+        where = f"/replay_rules/statements/{i}"
+        if [r["id"] for r in rules].count(rule["id"]) > 1:
+            raise ConfigError(src, f"{where}/id", "duplicate statement id")
+        problems = {
+            "pattern": _pattern_problem(rule["pattern"]),
+            "binding": _target_problem(bindings.get(rule["binding"]), routing),
+            "pointer": _pointer_problem(pointers.parse(rule["pointer"])),
+            "value": template_problem(rule.get("value", "{text}")),
+        }
+        for name, problem in problems.items():
+            if problem is not None:
+                raise ConfigError(src, f"{where}/{name}", problem)
+
+
+def _pattern_problem(pattern: str) -> str | None:
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        return f"not a regular expression: {exc}"
+    return None if "text" in compiled.groupindex else "needs a named group (?P<text>...)"
+
+
+def _target_problem(binding: Mapping[str, Any] | None, routing: Mapping[str, Any]) -> str | None:
+    """A templated path is filled from the transcript's project hint, as the routing
+    project variable (the replay worker's rule), so that must be its only variable."""
+    if binding is None:
+        return "names no binding of this profile"
+    names = set(re.findall(r"\{([a-z_]+)\}", binding.get("path_template", "")))
+    if names and names != {routing.get("project_variable")}:
+        return "its path_template may use only context_rules.routing.project_variable"
+    return None
+
+
+def _pointer_problem(segments: tuple[str, ...]) -> str | None:
+    if "-" in segments[:-1] or segments[-1].isdigit():
+        return "must end in /- (append) or name a member"
+    return None
+
+
+def _check_statement_samples(registry: ProfileRegistry, profile: Profile, directory: Path) -> None:
+    """A sample of each statement's patch must pass the profile's write policy and, added
+    to the binding's initial content, satisfy its schema: a rule that could never write
+    stops startup instead of being refused at every replay."""
+    for i, rule in enumerate(profile.replay.statements):
+        binding = profile.binding(rule.binding_id)
+        assert binding is not None  # checked by _check_statement_rules
+        src = str(directory / f"{profile.profile_id}.json")
+        _check_sample(registry, profile, binding, rule, src, f"/replay_rules/statements/{i}")
+
+
+def _check_sample(
+    registry: ProfileRegistry,
+    profile: Profile,
+    binding: Binding,
+    rule: StatementRule,
+    src: str,
+    rule_field: str,
+) -> None:
+    fields = statement_fields("sample", "m1", _SAMPLE_TIME, rule.confidence, "memnet://sample")
+    path = pointers.render((CONTENT, *rule.pointer))
+    ops = parse_ops([{"op": "add", "path": path, "value": fill_value(rule.value, fields)}])
+    intent = WriteIntent("replay", _SAMPLE_TIME, rule.confidence, fields["evidence"])
+    refused = next(iter(plan_ops(profile, binding, ops, intent).violations), None)
+    if refused is not None:
+        field = "confidence" if "CONFIDENCE" in refused.code else "pointer"
+        raise ConfigError(src, f"{rule_field}/{field}", f"its patch is refused: {refused.message}")
+    sample = new_envelope(binding, _SAMPLE_ID, _SAMPLE_TIME, "registry-check", "chg_check")
+    try:
+        sample = apply_ops(sample, ops)
+    except Unprocessable as exc:
+        problem = "has no place in the binding's initial_content"
+        raise ConfigError(src, f"{rule_field}/pointer", problem) from exc
+    error = next(iter(registry.validator(binding).iter_errors(sample)), None)
+    if error is not None:
+        problem = f"does not satisfy schema {binding.schema_id}: {error.message}"
+        raise ConfigError(src, f"{rule_field}/value", problem)
+
+
+_SAMPLE_ID = "00000000-0000-4000-8000-000000000000"
+_SAMPLE_TIME = "1970-01-01T00:00:00Z"
 
 
 def _check_initial_content(registry: ProfileRegistry, profile: Profile, directory: Path) -> None:
