@@ -8,9 +8,9 @@ from urllib.parse import urlsplit
 
 import azure.functions as func
 
-from memnet.api import context, documents, events, health
+from memnet.api import context, documents, events, health, snapshots
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.api.workers import handle_index_job
+from memnet.api.workers import handle_index_job, handle_replay_job, handle_snapshot_blob
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
@@ -87,3 +87,51 @@ def reindex(req: func.HttpRequest) -> func.HttpResponse:
 def index_events(msg: func.QueueMessage) -> None:
     """The index worker: one index or delete job per message; raising retries it."""
     handle_index_job(msg.get_body().decode("utf-8"))
+
+
+SNAPSHOT_ROUTE = "v1/tenants/{tenant_id}/users/{user_id}/snapshots/{conversation_id}/{snapshot_id}"
+
+
+@app.route(route=SNAPSHOT_ROUTE, methods=["PUT"])
+def put_snapshot(req: func.HttpRequest) -> func.HttpResponse:
+    """Store a conversation snapshot, encrypted, and queue its replay (spec 13)."""
+    return _call(snapshots.put_snapshot, req)
+
+
+@app.route(route=SNAPSHOT_ROUTE, methods=["GET"])
+def get_snapshot(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(snapshots.get_snapshot, req)
+
+
+@app.route(route=SNAPSHOT_ROUTE + "/replay", methods=["GET"])
+def get_replay(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(snapshots.get_replay, req)
+
+
+@app.route(route=SNAPSHOT_ROUTE + "/replay/patches/{patch_index}/{action}", methods=["POST"])
+def resolve_replay_patch(req: func.HttpRequest) -> func.HttpResponse:
+    """Admin review of a parked replay patch: retry on the latest version, or discard."""
+    return _call(snapshots.resolve_patch, req)
+
+
+@app.route(route="v1/tenants/{tenant_id}/users/{user_id}/replays/unresolved", methods=["GET"])
+def list_unresolved_replays(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(snapshots.list_unresolved, req)
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-replay", connection="MEMNET_QUEUE")
+def replay_snapshot(msg: func.QueueMessage) -> None:
+    """The replay worker: one snapshot (or one parked patch's retry) per message."""
+    handle_replay_job(msg.get_body().decode("utf-8"))
+
+
+@app.blob_trigger(
+    arg_name="snapshot",
+    path="%MEMNET_BLOB_CONTAINER%/tenants/{tenant_id}/users/{user_id}/snapshots/{conversation_id}/{snapshot_id}.json",
+    connection="MEMNET_BLOB",
+    source=func.BlobSource.EVENT_GRID,
+)
+def snapshot_written(snapshot: func.InputStream) -> None:
+    """A snapshot written straight to storage starts the same replay (deduplicated with
+    the upload route on the snapshot id). Event Grid source, as Flex Consumption needs."""
+    handle_snapshot_blob(snapshot.name or "")

@@ -7,18 +7,31 @@ their own :class:`Services` with :func:`build` and install them with :func:`inst
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from memnet.adapters.clock import SystemClock
 from memnet.domain.similarity import LexicalSimilarity, Similarity
-from memnet.ports import Authenticator, BlobStore, Clock, MessageQueue, SearchIndex
+from memnet.ports import (
+    Authenticator,
+    BlobStore,
+    Clock,
+    Extractor,
+    KeyProvider,
+    MessageQueue,
+    SearchIndex,
+)
 from memnet.services.audit import AuditLog
 from memnet.services.context import ContextService
 from memnet.services.documents import DocumentService
 from memnet.services.events import EventService
 from memnet.services.idempotency import IdempotencyStore
-from memnet.services.registry import ProfileRegistry, load_registry
+from memnet.services.registry import ProfileRegistry, SchemaKey, load_registry
+from memnet.services.replay import ReplayService
+from memnet.services.replay_records import ReplayRecords
+from memnet.services.snapshots import SnapshotService
 from memnet.settings import Settings
 
 
@@ -34,6 +47,8 @@ class Services:
     events: EventService
     queue: MessageQueue
     index: SearchIndex
+    snapshots: SnapshotService
+    replay: ReplayService
 
 
 def build(
@@ -45,6 +60,8 @@ def build(
     similarity: Similarity | None = None,
     queue: MessageQueue | None = None,
     index: SearchIndex | None = None,
+    keys: KeyProvider | None = None,
+    extractor: Extractor | None = None,
 ) -> Services:
     """Wire everything; ``blobs``/``authenticator``/``clock`` override the configured ones."""
     clock = clock or SystemClock()
@@ -70,8 +87,33 @@ def build(
     queue = queue or message_queue(settings)
     index = index or search_index(settings)
     events = EventService(blobs, index, queue, idempotency, clock)
+    records = ReplayRecords(blobs, clock)
+    snapshots = SnapshotService(blobs, keys or key_provider(settings), queue, records, registry)
+    replay = ReplayService(
+        snapshots,
+        records,
+        registry,
+        documents,
+        events,
+        extractor or make_extractor(settings, registry.schemas()),
+        queue,
+        clock,
+        settings.replay_retry_base_seconds,
+        settings.replay_retry_limit,
+    )
     return Services(
-        settings, blobs, registry, auth, documents, audit, context, events, queue, index
+        settings,
+        blobs,
+        registry,
+        auth,
+        documents,
+        audit,
+        context,
+        events,
+        queue,
+        index,
+        snapshots,
+        replay,
     )
 
 
@@ -121,6 +163,61 @@ def search_index(settings: Settings) -> SearchIndex:
     from memnet.adapters.local.search import SqliteSearchIndex
 
     return SqliteSearchIndex(settings.data_dir / "search.sqlite3", settings.search_max_postings)
+
+
+def key_provider(settings: Settings) -> KeyProvider:
+    """Azure Key Vault (managed identity) when configured; else a local key file,
+    created on first use."""
+    if settings.keys == "azure":
+        from memnet.adapters.azure.keyvault import KeyVaultKeys
+
+        assert settings.keyvault_key_id is not None  # Settings.check guarantees it
+        return KeyVaultKeys(settings.keyvault_key_id)
+    from memnet.adapters.local.keyfile import LocalKeyFile
+
+    return LocalKeyFile(settings.snapshot_key_file)
+
+
+def make_extractor(settings: Settings, schemas: Mapping[SchemaKey, Any] | None = None) -> Extractor:
+    """The rule-based extractor by default; an OpenAI-compatible or Azure OpenAI
+    chat model when configured (docs/extractors.md)."""
+    if settings.extractor == "rules":
+        from memnet.adapters.local.rules_extractor import RuleExtractor
+
+        return RuleExtractor()
+    from memnet.adapters.openai.extractor import for_azure_openai, for_openai_compatible
+
+    options = {
+        "timeout_seconds": settings.extractor_timeout_seconds,
+        "max_retries": settings.extractor_max_retries,
+        "max_tokens": settings.extractor_max_tokens,
+        "max_prompt_chars": settings.extractor_max_prompt_chars,
+        "token_parameter": settings.extractor_token_parameter,
+        "schemas": schemas,
+    }
+    if settings.extractor == "openai":
+        assert settings.extractor_base_url and settings.extractor_model  # Settings.check
+        return for_openai_compatible(
+            settings.extractor_base_url,
+            settings.extractor_api_key or "none",
+            settings.extractor_model,
+            **options,
+        )
+    assert settings.azure_openai_endpoint  # Settings.check guarantees it
+    deployment = settings.azure_openai_deployment or settings.extractor_model or ""
+    token_provider = None
+    if not settings.extractor_api_key:
+        from memnet.adapters.azure.identity import openai_token_provider
+
+        token_provider = openai_token_provider()
+    return for_azure_openai(
+        settings.azure_openai_endpoint,
+        deployment,
+        settings.azure_openai_api_version,
+        api_key=settings.extractor_api_key,
+        token_provider=token_provider,
+        **options,
+    )
 
 
 def _authenticator(settings: Settings) -> Authenticator:

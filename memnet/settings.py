@@ -11,6 +11,7 @@ from pathlib import Path
 from memnet.domain.errors import ConfigError
 
 STORAGE_KINDS = ("local", "azure")
+EXTRACTORS = ("rules", "openai", "azure-openai")
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,23 @@ class Settings:
     context_index_ttl_seconds: float = 1.0
     context_semantic_ttl_seconds: float = 30.0
     context_read_workers: int = 8
+    keys: str = "local"
+    key_file: Path | None = None  # default: <data_dir>/keys/snapshot-kek.json
+    keyvault_key_id: str | None = None
+    extractor: str = "rules"
+    extractor_base_url: str | None = None
+    extractor_api_key: str | None = None
+    extractor_model: str | None = None
+    azure_openai_endpoint: str | None = None
+    azure_openai_deployment: str | None = None
+    azure_openai_api_version: str = "2024-10-21"
+    extractor_timeout_seconds: float = 60.0
+    extractor_max_retries: int = 2
+    extractor_max_tokens: int = 4096
+    extractor_max_prompt_chars: int = 60_000
+    extractor_token_parameter: str = "max_tokens"
+    replay_retry_base_seconds: int = 60
+    replay_retry_limit: int = 5
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -64,6 +82,23 @@ class Settings:
             context_index_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_INDEX_TTL_SECONDS", 1.0),
             context_semantic_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS", 30.0),
             context_read_workers=_int(env, "MEMNET_CONTEXT_READ_WORKERS", 8),
+            keys=env.get("MEMNET_KEYS", "local"),
+            key_file=_path(env.get("MEMNET_KEY_FILE")),
+            keyvault_key_id=env.get("MEMNET_KEYVAULT_KEY_ID") or None,
+            extractor=env.get("MEMNET_EXTRACTOR", "rules"),
+            extractor_base_url=env.get("MEMNET_OPENAI_BASE_URL") or None,
+            extractor_api_key=env.get("MEMNET_OPENAI_API_KEY") or None,
+            extractor_model=env.get("MEMNET_OPENAI_MODEL") or None,
+            azure_openai_endpoint=env.get("MEMNET_AZURE_OPENAI_ENDPOINT") or None,
+            azure_openai_deployment=env.get("MEMNET_AZURE_OPENAI_DEPLOYMENT") or None,
+            azure_openai_api_version=env.get("MEMNET_AZURE_OPENAI_API_VERSION", "2024-10-21"),
+            extractor_timeout_seconds=_seconds(env, "MEMNET_EXTRACTOR_TIMEOUT_SECONDS", 60.0),
+            extractor_max_retries=_int(env, "MEMNET_EXTRACTOR_MAX_RETRIES", 2),
+            extractor_max_tokens=_int(env, "MEMNET_EXTRACTOR_MAX_TOKENS", 4096),
+            extractor_max_prompt_chars=_int(env, "MEMNET_EXTRACTOR_MAX_PROMPT_CHARS", 60_000),
+            extractor_token_parameter=env.get("MEMNET_EXTRACTOR_TOKEN_PARAMETER", "max_tokens"),
+            replay_retry_base_seconds=_int(env, "MEMNET_REPLAY_RETRY_BASE_SECONDS", 60),
+            replay_retry_limit=_int(env, "MEMNET_REPLAY_RETRY_LIMIT", 5),
         )
         settings.check()
         return settings
@@ -87,12 +122,46 @@ class Settings:
             raise ConfigError("settings", "MEMNET_SEARCH", f"must be one of {STORAGE_KINDS}")
         if self.search == "azure" and not self.search_endpoint:
             raise ConfigError("settings", "MEMNET_SEARCH_ENDPOINT", "azure search needs it")
+        self._check_replay()
         if self.callers_file is None:
             raise ConfigError(
                 "settings",
                 "MEMNET_CALLERS_FILE",
                 "must name the callers registry (see local.settings.json.example)",
             )
+
+    def _check_replay(self) -> None:
+        if self.keys not in STORAGE_KINDS:
+            raise ConfigError("settings", "MEMNET_KEYS", f"must be one of {STORAGE_KINDS}")
+        if self.keys == "azure" and not self.keyvault_key_id:
+            raise ConfigError("settings", "MEMNET_KEYVAULT_KEY_ID", "azure keys need the key's URL")
+        if self.extractor not in EXTRACTORS:
+            raise ConfigError("settings", "MEMNET_EXTRACTOR", f"must be one of {EXTRACTORS}")
+        needs = {
+            "openai": ("MEMNET_OPENAI_BASE_URL", self.extractor_base_url),
+            "azure-openai": ("MEMNET_AZURE_OPENAI_ENDPOINT", self.azure_openai_endpoint),
+        }
+        if self.extractor in needs and not needs[self.extractor][1]:
+            raise ConfigError("settings", needs[self.extractor][0], f"{self.extractor} needs it")
+        model = self.extractor_model or self.azure_openai_deployment
+        if self.extractor != "rules" and not model:
+            raise ConfigError(
+                "settings",
+                "MEMNET_OPENAI_MODEL",
+                "name the model (or MEMNET_AZURE_OPENAI_DEPLOYMENT for azure-openai)",
+            )
+        if self.extractor_token_parameter not in ("max_tokens", "max_completion_tokens"):
+            raise ConfigError(
+                "settings",
+                "MEMNET_EXTRACTOR_TOKEN_PARAMETER",
+                "must be max_tokens or max_completion_tokens",
+            )
+        if self.replay_retry_limit < 1:
+            raise ConfigError("settings", "MEMNET_REPLAY_RETRY_LIMIT", "must be at least 1")
+
+    @property
+    def snapshot_key_file(self) -> Path:
+        return self.key_file or self.data_dir / "keys" / "snapshot-kek.json"
 
 
 def _path(value: str | None) -> Path | None:

@@ -15,6 +15,7 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.services.event_index import INDEX_QUEUE
+from memnet.services.replay_writes import REPLAY_QUEUE
 from memnet.settings import Settings
 from tests.azurite import azurite, azurite_queue
 from tests.clients import ApiClient, DirectClient, HttpClient
@@ -49,15 +50,17 @@ def backend_settings(request: pytest.FixtureRequest, backend: str, data_dir: Pat
 
 
 def empty_index_queues(connection_string: str) -> None:
-    """The session's Azurite holds one index queue for every test: a message one test
-    left invisible (a job that failed on purpose) must not show up in the next test."""
+    """The session's Azurite holds one index queue and one replay queue for every test:
+    a message one test left invisible (a job that failed on purpose) must not show up in
+    the next test."""
     from azure.core.exceptions import ResourceNotFoundError
     from azure.storage.queue import QueueClient
 
-    for name in (INDEX_QUEUE, INDEX_QUEUE + "-poison"):
-        client = QueueClient.from_connection_string(connection_string, name)
-        with contextlib.suppress(ResourceNotFoundError):
-            client.clear_messages()
+    for base in (INDEX_QUEUE, REPLAY_QUEUE):
+        for name in (base, base + "-poison"):
+            client = QueueClient.from_connection_string(connection_string, name)
+            with contextlib.suppress(ResourceNotFoundError):
+                client.clear_messages()
 
 
 @pytest.fixture(params=["local", "azurite"])

@@ -43,3 +43,4 @@ class WriteCommand:
     ops: list[Op] = field(default_factory=list)
     content: dict[str, Any] | None = None
     rebase: bool = False  # a stale If-Match is moved to the latest version when ops commute
+    origin: dict[str, Any] | None = None  # who produced the ops (a replay, its extractor)

@@ -104,13 +104,15 @@ class DocumentChain:
 
 
 def write_response(
-    record: dict[str, Any], etag: str, document: dict[str, Any], unchanged: bool = False
+    record: dict[str, Any], etag: str | None, document: dict[str, Any], unchanged: bool = False
 ) -> Response:
     """What a write answers (and its idempotency record keeps): the document after
     ``record``, its ETag, what was redirected, whether it was created."""
     body: dict[str, Any] = {"etag": etag, "document": document}
     if record.get("redirected_ops"):
         body["redirected_ops"] = record["redirected_ops"]
+    if "rebased_from" in record:
+        body["rebased_from"] = record["rebased_from"]
     if unchanged:
         body["unchanged"] = True
     return {"created": record["operation"] == "create", "body": body}

@@ -173,8 +173,22 @@ class DocumentService:
                     raise
         raise AssertionError("unreachable")
 
+    def preview(self, caller: Caller, cmd: WriteCommand) -> Response:
+        """What :meth:`patch` would answer now, checked the same way but written nowhere
+        (no idempotency claim, no audit record, no document; the ETag is None)."""
+        caller.require(cmd.ref.tenant_id, "write")
+        profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        ticket = Ticket("", "", "chg_preview", {})
+        return self._patch_once(caller, cmd, profile, binding, ticket, write=False)
+
     def _patch_once(
-        self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
+        self,
+        caller: Caller,
+        cmd: WriteCommand,
+        profile: Profile,
+        binding: Binding,
+        ticket: Ticket,
+        write: bool = True,
     ) -> Response:
         current = self._checked_current(cmd, binding)
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence)
@@ -192,11 +206,13 @@ class DocumentService:
             base,
         )
         record["redirected_ops"] = planned.redirected
+        if cmd.origin is not None:
+            record["origin"] = cmd.origin
         if current is not None and current.etag != cmd.precondition.if_match:
             record["rebased_from"] = cmd.precondition.if_match
         elif current is not None and cmd.precondition.create:
             record["rebased_from"] = None  # created meanwhile by another writer
-        return self._commit(cmd.ref, profile, binding, current, record, caller.may_read())
+        return self._commit(cmd.ref, profile, binding, current, record, caller.may_read(), write)
 
     def _replace(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
@@ -304,8 +320,10 @@ class DocumentService:
         current: StoredDocument | None,
         record: dict[str, Any],
         reader: bool,
+        write: bool = True,
     ) -> Response:
-        """Validate, then write the audit record and the document. A write that leaves
+        """Validate, then (unless ``write`` is False) write the audit record and the
+        document. A write that leaves
         the content as it was writes nothing, if the caller may read the document: for a
         write-only caller the unchanged ETag would tell whether it guessed a value."""
         before = current.document if current else None
@@ -316,6 +334,8 @@ class DocumentService:
         validator = self._registry.validator(binding)
         found = document_violations(document, binding, validator, len(text))
         raise_if_any(found or change_violations(profile, binding, before or {}, document))
+        if not write:
+            return write_response(record, None, document)
         self._audit.write(ref, record)
         condition = Condition.match(current.etag) if current else Condition.create_only()
         try:

@@ -54,7 +54,7 @@ class ProfileRegistry:
     """Profiles by id plus one compiled whole-document validator per (schema_id, version)."""
 
     def __init__(self, profiles: Mapping[str, Profile], schemas: Mapping[SchemaKey, Any]):
-        self._profiles = dict(profiles)
+        self._profiles, self._schemas = dict(profiles), dict(schemas)
         registry: Registry[Any] = Registry().with_resources(
             (schema_uri(*key), Resource.from_contents(body, DRAFT202012))
             for key, body in schemas.items()
@@ -70,6 +70,10 @@ class ProfileRegistry:
 
     def get(self, profile_id: str) -> Profile | None:
         return self._profiles.get(profile_id)
+
+    def schemas(self) -> Mapping[SchemaKey, Any]:
+        """The content JSON Schemas by (schema_id, version), as loaded (read-only use)."""
+        return self._schemas
 
     def profile_ids(self) -> list[str]:
         return sorted(self._profiles)

@@ -20,7 +20,7 @@ import pytest
 from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.bootstrap import Services
-from memnet.ports import Blob, Condition, StorageUnavailable
+from memnet.ports import Blob, Condition, Extractor, StorageUnavailable
 from memnet.services.audit import fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
@@ -65,11 +65,11 @@ class CrashingBlobStore:
         return "crashing " + self.inner.describe()
 
 
-def start(data: Path, crash_before: int = 0) -> Services:
+def start(data: Path, crash_before: int = 0, extractor: Extractor | None = None) -> Services:
     settings = replace(make_settings(data), idempotency_lease_seconds=0)
     store = FileBlobStore(data, settings.blob_container)
     blobs = CrashingBlobStore(store, crash_before) if crash_before else store
-    services = bootstrap.build(settings, blobs=blobs)
+    services = bootstrap.build(settings, blobs=blobs, extractor=extractor)
     bootstrap.install(services)
     return services
 

@@ -1,0 +1,132 @@
+"""HTTP handlers for conversation snapshots and their replay (spec 7.2, 13, 14).
+
+``PUT .../snapshots/{conversation_id}/{snapshot_id}`` stores a transcript (encrypted)
+and answers 202 with the replay's status and its URL; ``GET`` of the same path returns
+the transcript to callers with the ``snapshots`` role; ``GET .../replay`` is the
+replay's status; the admin routes retry or discard a parked patch and list a user's
+unresolved replays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memnet import bootstrap
+from memnet.api import parsing
+from memnet.api.endpoint import endpoint
+from memnet.api.http import ApiRequest, ApiResponse
+from memnet.domain.callers import Caller
+from memnet.domain.errors import BadRequest
+from memnet.domain.identifiers import check_identifier
+from memnet.domain.layout import SnapshotRef
+
+RECORD_FIELDS = (
+    "replay_id",
+    "tenant_id",
+    "user_id",
+    "conversation_id",
+    "snapshot_id",
+    "snapshot_uri",
+    "status",
+    "source",
+    "uploaded_by",
+    "profile_id",
+    "extractor",
+    "attempts",
+    "created_at",
+    "updated_at",
+    "events",
+    "changes",
+    "rejected",
+    "unresolved",
+    "error",
+)
+
+
+def _caller(request: ApiRequest) -> Caller:
+    return bootstrap.services().authenticator.authenticate(request.headers)
+
+
+def _ref(request: ApiRequest) -> SnapshotRef:
+    params = request.route_params
+    return SnapshotRef(
+        *(
+            check_identifier(name, params.get(name, ""))
+            for name in ("tenant_id", "user_id", "conversation_id", "snapshot_id")
+        )
+    )
+
+
+def status_url(ref: SnapshotRef) -> str:
+    return (
+        f"/v1/tenants/{ref.tenant_id}/users/{ref.user_id}/snapshots/"
+        f"{ref.conversation_id}/{ref.snapshot_id}/replay"
+    )
+
+
+def view(record: dict[str, Any], ref: SnapshotRef) -> dict[str, Any]:
+    """The replay status as the API shows it: the record without its internal plan, the
+    patches it planned (spec 9.3 records) under ``patches``, and its URL."""
+    body = {name: record.get(name) for name in RECORD_FIELDS}
+    output = record.get("output") or {}
+    body["patches"] = output.get("patches", [])
+    body["status_url"] = status_url(ref)
+    return body
+
+
+@endpoint
+def put_snapshot(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = _caller(request)
+    body = parsing.json_body(request, services.settings.max_body_bytes, None)  # model checks
+    ref = _ref(request)
+    created, record = services.snapshots.upload(caller, ref, body)
+    headers = {"Location": status_url(ref)}
+    if not created:
+        headers["Idempotent-Replayed"] = "true"
+    return ApiResponse.json(202, view(record, ref), headers)
+
+
+@endpoint
+def get_snapshot(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    return ApiResponse.json(200, services.snapshots.read(_caller(request), _ref(request)))
+
+
+@endpoint
+def get_replay(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    ref = _ref(request)
+    return ApiResponse.json(200, view(services.snapshots.status(_caller(request), ref), ref))
+
+
+@endpoint
+def resolve_patch(request: ApiRequest, request_id: str) -> ApiResponse:
+    """``POST .../replay/patches/{patch_index}/{action}``: ``retry`` or ``discard``."""
+    services = bootstrap.services()
+    caller = _caller(request)
+    ref = _ref(request)
+    action = request.route_params.get("action", "")
+    if action not in ("retry", "discard"):
+        raise BadRequest("action must be retry or discard.", code="INVALID_ACTION", field="action")
+    index = request.route_params.get("patch_index", "")
+    if not index.isdigit() or len(index) > 4:
+        raise BadRequest("patch_index must be a small integer.", code="INVALID_FIELD")
+    record = services.replay.review.resolve(caller, ref, int(index), action)
+    return ApiResponse.json(200, view(record, ref))
+
+
+@endpoint
+def list_unresolved(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = _caller(request)
+    params = request.route_params
+    tenant_id = check_identifier("tenant_id", params.get("tenant_id", ""))
+    user_id = check_identifier("user_id", params.get("user_id", ""))
+    limit = parsing.bounded_int(request.query, "limit", 100, 1000)
+    found = services.replay.review.unresolved(caller, tenant_id, user_id, limit)
+    replays = [
+        view(r, SnapshotRef(tenant_id, user_id, r["conversation_id"], r["snapshot_id"]))
+        for r in found
+    ]
+    return ApiResponse.json(200, {"replays": replays, "count": len(replays)})

@@ -1,0 +1,305 @@
+"""The replay worker (spec 13, 14): turns a stored snapshot into an event digest and
+evidence-linked patches applied through the governed write path.
+
+One run, each step recorded in the replay record (:mod:`memnet.services.replay_records`)
+before the next, so a crash anywhere followed by redelivery ends the same way:
+
+1. claim: state ``running``, attempts + 1 (a finished replay's message is a no-op);
+2. plan, once: open the snapshot, load the documents the profile lets it write, call
+   the :class:`~memnet.ports.Extractor`, check its output
+   (:func:`memnet.domain.replay_contract.check_output`) and store the accepted digests
+   and spec 9.3 patch records with what was rejected and why; a redelivered message
+   applies this stored plan, never a second extraction;
+3. each digest becomes an event (idempotent: fixed event id and key);
+4. each patch goes through :meth:`DocumentService.patch` as the replay's own caller with
+   reason ``replay_update``, its confidence and evidence (so confidence gates redirect
+   it to the pending section exactly as a live write), its idempotency key, If-Match
+   its base ETag and ``rebase`` (a stale base is rebased once when the ops commute);
+   on 412 it is parked as unresolved and retried from the queue with exponential
+   backoff, up to a limit, then left for review (admin retry or discard);
+5. finish: the status follows from the record.
+
+A transient failure (key vault, extractor timeout, storage) raises, so the queue
+redelivers the message; after ``maxDequeueCount`` attempts it goes to the poison queue
+and never blocks the others. A permanent one (wrong key, extractor output that is not
+structured) ends the replay as ``failed`` with the reason, having written nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict
+from typing import Any
+
+from memnet.domain.callers import Caller
+from memnet.domain.errors import EtagMismatch, MemnetError
+from memnet.domain.layout import DocumentRef, SnapshotRef
+from memnet.domain.profiles import Profile
+from memnet.domain.replay_contract import (
+    ExtractionRequest,
+    TargetDocument,
+    check_output,
+    patch_record,
+)
+from memnet.domain.transcript import Transcript
+from memnet.ports import BlobNotFound, Clock, Extractor, ExtractorError, MessageQueue
+from memnet.services.documents import DocumentService
+from memnet.services.events import EventService
+from memnet.services.registry import ProfileRegistry
+from memnet.services.replay_records import (
+    TERMINAL,
+    Record,
+    ReplayRecords,
+    add_change,
+    add_rejection,
+    claim,
+    settled,
+)
+from memnet.services.replay_review import ReplayReview
+from memnet.services.replay_writes import REPLAY_CALLER, command, fingerprint, replay_caller
+from memnet.services.sealing import SealedBlobError
+from memnet.services.snapshots import SnapshotService, snapshot_ref_of
+
+log = logging.getLogger("memnet.services.replay")
+
+
+class ReplayFailed(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class ReplayService:
+    def __init__(
+        self,
+        snapshots: SnapshotService,
+        records: ReplayRecords,
+        registry: ProfileRegistry,
+        documents: DocumentService,
+        events: EventService,
+        extractor: Extractor,
+        queue: MessageQueue,
+        clock: Clock,
+        retry_base_seconds: int = 60,
+        retry_limit: int = 5,
+    ) -> None:
+        self._snapshots, self._records, self._registry = snapshots, records, registry
+        self._documents, self._events, self._extractor = documents, events, extractor
+        self.review = ReplayReview(
+            records, documents, queue, clock, retry_base_seconds, retry_limit
+        )
+
+    @property
+    def extractor(self) -> Extractor:
+        return self._extractor
+
+    @property
+    def records(self) -> ReplayRecords:
+        return self._records
+
+    @property
+    def documents(self) -> DocumentService:
+        return self._documents
+
+    # -- messages ------------------------------------------------------------------
+
+    def handle_message(self, body: str) -> Record | None:
+        """One replay-queue message: ``{"kind": "replay" | "retry", tenant_id, user_id,
+        conversation_id, snapshot_id[, patch_index, attempt]}``. A malformed message
+        raises (after the last attempt it lands in the poison queue)."""
+        message = json.loads(body)
+        ids = [str(message[k]) for k in ("tenant_id", "user_id", "conversation_id", "snapshot_id")]
+        ref = snapshot_ref_of(SnapshotRef(*ids).blob_name)
+        if ref is None:
+            raise ValueError("replay message names no valid snapshot")
+        if message.get("kind") == "retry":
+            return self.review.retry(ref, int(message["patch_index"]), int(message["attempt"]))
+        return self.run(ref)
+
+    # -- one run -------------------------------------------------------------------
+
+    def run(self, ref: SnapshotRef) -> Record:
+        record = self._records.load(ref)
+        if record is None:  # a message with no record (written by hand, or a lost one)
+            self._records.create(ref, source="queue")
+        elif record["status"] in TERMINAL:
+            return record
+        record = self._records.update(ref, claim)
+        if record["output"] is None:
+            record = self._plan(ref)
+            if record["status"] == "failed":
+                return record
+        output = record["output"]
+        caller = replay_caller(ref, record["profile_id"])
+        for index, digest in enumerate(output["digests"]):
+            self._write_digest(ref, caller, record, index, digest)
+        for patch in output["patches"]:
+            if not settled(record, patch["patch_index"]):
+                record = self._apply(ref, caller, record, patch)
+        return self._records.update(ref, lambda r: r.update(finished=True))
+
+    def extraction_request(self, ref: SnapshotRef) -> ExtractionRequest:
+        """What the extractor is given: the transcript, its profile, and the current
+        documents it may change (:class:`~memnet.ports.BlobNotFound` or
+        :class:`~memnet.services.sealing.SealedBlobError` when the snapshot cannot be
+        read; :class:`ReplayFailed` when it names no usable profile)."""
+        transcript = self._snapshots.open(ref)
+        profile = self._profile(transcript)
+        if profile is None:
+            raise ReplayFailed("PROFILE_REQUIRED", "the snapshot names no usable profile")
+        targets = self._targets(ref, profile, transcript)
+        return ExtractionRequest(transcript, profile, targets, ref.uri, self._records.now())
+
+    def _plan(self, ref: SnapshotRef) -> Record:
+        try:
+            request = self.extraction_request(ref)
+        except BlobNotFound:
+            return self._fail(ref, "SNAPSHOT_NOT_FOUND", "the snapshot blob does not exist")
+        except SealedBlobError as error:
+            if error.transient:
+                raise
+            return self._fail(ref, error.code, str(error))
+        except ReplayFailed as failed:
+            return self._fail(ref, failed.code, failed.message)
+        transcript, profile, targets = request.transcript, request.profile, request.targets
+        try:
+            raw = self._extractor.extract(request)
+        except ExtractorError as error:
+            if error.transient:
+                raise
+            return self._fail(ref, "EXTRACTOR_FAILED", str(error))
+        plan = check_output(raw, request)
+        rejected = [r.as_json() for r in plan.rejected]
+        if any(r.part == "output" for r in plan.rejected):
+            return self._fail(ref, "OUTPUT_NOT_STRUCTURED", plan.rejected[0].reason, rejected)
+        etags = {(t.binding_id, t.path): t.etag for t in targets}
+        output = {
+            "service_id": transcript.service_id or REPLAY_CALLER,
+            "timestamp": transcript.messages[-1].timestamp,
+            "digests": [asdict(d) for d in plan.digests],
+            "patches": [
+                patch_record(p, ref.replay_id, ref.uri, self._base(ref, p, etags))
+                for p in plan.patches
+            ],
+        }
+        extractor = {"name": self._extractor.name, "version": self._extractor.version}
+
+        def store(record: Record) -> None:
+            if record["output"] is None:  # a concurrent worker may have planned first
+                record.update(output=output, rejected=rejected, extractor=extractor)
+                record["profile_id"] = profile.profile_id
+
+        return self._records.update(ref, store)
+
+    def _profile(self, transcript: Transcript) -> Profile | None:
+        if transcript.profile_id is not None:
+            return self._registry.get(transcript.profile_id)
+        known = self._registry.profile_ids()
+        return self._registry.get(known[0]) if len(known) == 1 else None
+
+    def _targets(
+        self, ref: SnapshotRef, profile: Profile, transcript: Transcript
+    ) -> tuple[TargetDocument, ...]:
+        """The current documents of every writable binding the transcript can address
+        (a templated path needs the transcript's project hint)."""
+        routing = profile.context.routing
+        variables = (
+            {routing.project_variable: transcript.project_hint}
+            if routing is not None and transcript.project_hint is not None
+            else {}
+        )
+        found = []
+        for binding in profile.bindings:
+            path = binding.path_for(variables)
+            if (
+                not binding.writable
+                or path is None
+                or binding.binding_id not in profile.writable_paths
+            ):
+                continue
+            stored = self._documents.load(
+                DocumentRef(ref.tenant_id, ref.user_id, binding.namespace, path)
+            )
+            content = stored.document["content"] if stored else dict(binding.initial_content)
+            found.append(
+                TargetDocument(
+                    binding.binding_id,
+                    binding.namespace,
+                    path,
+                    stored.etag if stored else None,
+                    content,
+                )
+            )
+        return tuple(found)
+
+    def _base(
+        self, ref: SnapshotRef, patch: Any, etags: dict[tuple[str, str], str | None]
+    ) -> str | None:
+        """The version the patch was written against: the one the extractor was shown,
+        or (a document it was not shown) the current one."""
+        if (patch.binding_id, patch.path) in etags:
+            return etags[(patch.binding_id, patch.path)]
+        stored = self._documents.load(
+            DocumentRef(ref.tenant_id, ref.user_id, patch.namespace, patch.path)
+        )
+        return stored.etag if stored else None
+
+    def _fail(self, ref: SnapshotRef, code: str, message: str, rejected: Any = None) -> Record:
+        log.warning("replay %s failed: %s", ref.replay_id, code)
+
+        def fail(record: Record) -> None:
+            record["error"] = {"code": code, "message": message[:500]}
+            if rejected is not None:
+                record["rejected"] = rejected
+            record["finished"] = True
+
+        return self._records.update(ref, fail)
+
+    # -- writes ----------------------------------------------------------------------
+
+    def _write_digest(
+        self, ref: SnapshotRef, caller: Caller, record: Record, index: int, digest: dict[str, Any]
+    ) -> None:
+        event_id = f"evt_{ref.replay_id[4:]}_{index}"
+        if event_id in record["events"]:
+            return
+        output = record["output"]
+        body = {
+            "event_id": event_id,
+            "service_id": output["service_id"],
+            "timestamp": output["timestamp"],
+            "source_type": "replay",
+            "digest": digest["digest"],
+            "keywords": list(digest["keywords"]),
+            "project_ids": list(digest["project_ids"]),
+            "snapshot_uri": ref.uri,
+            "evidence": {"message_ids": list(digest["message_ids"])},
+        }
+        key = f"replay-{ref.replay_id}-digest-{index}"
+        try:
+            self._events.write(caller, ref.tenant_id, ref.user_id, body, key, fingerprint(body))
+        except MemnetError as error:
+            if error.code.startswith("IDEMPOTENCY"):
+                raise
+            self._records.update(ref, add_rejection("digest", index, error))
+            return
+        self._records.update(
+            ref, lambda r: None if event_id in r["events"] else r["events"].append(event_id)
+        )
+
+    def _apply(
+        self, ref: SnapshotRef, caller: Caller, record: Record, patch: dict[str, Any]
+    ) -> Record:
+        index = patch["patch_index"]
+        try:
+            response = self._documents.patch(
+                caller, command(ref, record, patch, patch["base_etag"])
+            )
+        except EtagMismatch as error:
+            return self.review.park(ref, index, error)
+        except MemnetError as error:
+            if error.code.startswith("IDEMPOTENCY"):
+                raise  # another worker holds this patch right now: retry the message
+            return self._records.update(ref, add_rejection("patch", index, error))
+        return self._records.update(ref, add_change(patch, response["body"]))

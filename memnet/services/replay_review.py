@@ -1,0 +1,148 @@
+"""Parked replay patches (spec 13 step 6, 14 step 5): a patch that still conflicts after
+its one rebase is recorded as unresolved and retried from the replay queue with
+exponential backoff (``MEMNET_REPLAY_RETRY_BASE_SECONDS`` doubling per attempt), each
+retry rebasing it from its base once more; after ``MEMNET_REPLAY_RETRY_LIMIT`` attempts
+it waits for review. An admin may then retry it on the latest version (checked like
+any write) or discard it. Each retry message names its attempt, so a duplicate is
+ignored, and the record is updated under its ETag."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from memnet.domain.callers import Caller
+from memnet.domain.errors import EtagMismatch, MemnetError, NotFound
+from memnet.domain.layout import DocumentRef, SnapshotRef
+from memnet.domain.timestamps import format_millis
+from memnet.ports import Clock, MessageQueue
+from memnet.services.documents import DocumentService
+from memnet.services.replay_records import (
+    Record,
+    ReplayRecords,
+    add_change,
+    resolve_entry,
+    unresolved_entry,
+)
+from memnet.services.replay_writes import REPLAY_QUEUE, command, replay_caller
+
+
+class ReplayReview:
+    def __init__(
+        self,
+        records: ReplayRecords,
+        documents: DocumentService,
+        queue: MessageQueue,
+        clock: Clock,
+        retry_base_seconds: int,
+        retry_limit: int,
+    ) -> None:
+        self._records, self._documents, self._queue, self._clock = records, documents, queue, clock
+        self._retry_base, self._retry_limit = retry_base_seconds, retry_limit
+
+    def park(self, ref: SnapshotRef, index: int, error: EtagMismatch) -> Record:
+        """Queue the first retry, then record the patch as unresolved (in this order: a
+        crash between them re-parks on redelivery; a duplicate retry is ignored)."""
+        self._send_retry(ref, index, 1)
+        entry = {
+            "patch_index": index,
+            "state": "retrying",
+            "attempts": 0,
+            "reason": error.message,
+            "conflict": error.details.get("rebase"),
+            "latest_etag": error.details.get("latest_etag"),
+            "next_retry_at": self._at(self._delay(1)),
+        }
+
+        def park(record: Record) -> None:
+            if not any(u["patch_index"] == index for u in record["unresolved"]):
+                record["unresolved"].append(entry)
+
+        return self._records.update(ref, park)
+
+    def retry(self, ref: SnapshotRef, index: int, attempt: int) -> Record | None:
+        """A delayed retry of a parked patch: rebase from its base once more."""
+        record = self._records.load(ref)
+        entry = unresolved_entry(record, index)
+        if record is None or entry is None or entry["state"] != "retrying":
+            return record
+        if entry["attempts"] + 1 != attempt:
+            return record  # a duplicate of an earlier retry message
+        patch = record["output"]["patches"][index]
+        caller = replay_caller(ref, record["profile_id"])
+        try:
+            response = self._documents.patch(
+                caller, command(ref, record, patch, patch["base_etag"])
+            )
+        except EtagMismatch as error:
+            return self._retry_later(ref, index, attempt, error)
+        except MemnetError as error:
+            if error.code.startswith("IDEMPOTENCY"):
+                raise
+            return self._records.update(ref, resolve_entry(index, "rejected", error=error.code))
+        return self._records.update(ref, add_change(patch, response["body"], retried=attempt))
+
+    def _retry_later(
+        self, ref: SnapshotRef, index: int, attempt: int, error: EtagMismatch
+    ) -> Record:
+        review = attempt >= self._retry_limit
+        if not review:
+            self._send_retry(ref, index, attempt + 1)
+
+        def update(record: Record) -> None:
+            entry = unresolved_entry(record, index)
+            if entry is None or entry["attempts"] >= attempt:
+                return
+            entry.update(
+                attempts=attempt, reason=error.message, conflict=error.details.get("rebase")
+            )
+            entry["latest_etag"] = error.details.get("latest_etag")
+            entry["state"] = "review" if review else "retrying"
+            entry["next_retry_at"] = None if review else self._at(self._delay(attempt + 1))
+
+        return self._records.update(ref, update)
+
+    def resolve(self, caller: Caller, ref: SnapshotRef, index: int, action: str) -> Record:
+        """Admin review of a parked patch: ``retry`` applies its ops to the latest
+        version now (checked like any write: a failing test op or schema is 422 and
+        the patch stays parked); ``discard`` drops it."""
+        caller.require(ref.tenant_id, "admin")
+        record = self._records.load(ref)
+        entry = unresolved_entry(record, index)
+        if record is None or entry is None or entry["state"] not in ("retrying", "review"):
+            raise NotFound("No unresolved patch with this index.", code="UNRESOLVED_NOT_FOUND")
+        if action == "discard":
+            return self._records.update(
+                ref, resolve_entry(index, "discarded", discarded_by=caller.caller_id)
+            )
+        patch = record["output"]["patches"][index]
+        target = DocumentRef(
+            ref.tenant_id, ref.user_id, patch["target_namespace"], patch["target_path"]
+        )
+        current = self._documents.load(target)
+        now = command(ref, record, patch, current.etag if current else None, rebase=False)
+        response = self._documents.patch(replay_caller(ref, record["profile_id"]), now)
+        return self._records.update(
+            ref, add_change(patch, response["body"], resolved_by=caller.caller_id)
+        )
+
+    def unresolved(self, caller: Caller, tenant_id: str, user_id: str, limit: int) -> list[Record]:
+        """The user's replays holding patches that wait for a retry or a review."""
+        caller.require(tenant_id, "admin")
+        found = []
+        for record in self._records.list(tenant_id, user_id):
+            if record.get("status") == "unresolved":
+                found.append(record)
+                if len(found) >= limit:
+                    break
+        return found
+
+    def _send_retry(self, ref: SnapshotRef, index: int, attempt: int) -> None:
+        body = {"kind": "retry", **ref.as_json(), "patch_index": index, "attempt": attempt}
+        self._queue.send(REPLAY_QUEUE, json.dumps(body), delay_seconds=self._delay(attempt))
+
+    def _delay(self, attempt: int) -> int:
+        return int(min(self._retry_base * 2 ** (attempt - 1), 7 * 24 * 3600 - 1))
+
+    def _at(self, seconds: int) -> str:
+        return format_millis(self._clock.now() + timedelta(seconds=seconds))

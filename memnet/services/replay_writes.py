@@ -1,0 +1,58 @@
+"""How the replay worker writes: its own caller, and the governed write command of one
+spec 9.3 patch record (shared by the worker, its retries, the admin review and the dry
+run)."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from memnet.domain.callers import ANY, Caller
+from memnet.domain.document_model import Precondition, WriteCommand
+from memnet.domain.envelope import canonical
+from memnet.domain.layout import DocumentRef, SnapshotRef
+from memnet.domain.patching import parse_ops
+
+REPLAY_QUEUE = "memnet-replay"
+REPLAY_CALLER = "memnet-replay"
+
+
+def command(
+    ref: SnapshotRef,
+    about: dict[str, Any],
+    patch: dict[str, Any],
+    base: str | None,
+    rebase: bool = True,
+) -> WriteCommand:
+    return WriteCommand(
+        ref=DocumentRef(
+            ref.tenant_id, ref.user_id, patch["target_namespace"], patch["target_path"]
+        ),
+        profile_id=about["profile_id"],
+        binding_id=patch["target_binding_id"],
+        precondition=Precondition(if_match=base, create=base is None),
+        idempotency_key=patch["idempotency_key"],
+        fingerprint=fingerprint(patch),
+        reason="replay_update",
+        request_id=ref.replay_id,
+        evidence=patch["evidence"],
+        confidence=patch["confidence"],
+        ops=parse_ops(patch["ops"]),
+        rebase=rebase,
+        origin={"replay_id": ref.replay_id, "extractor": about["extractor"]},
+    )
+
+
+def replay_caller(ref: SnapshotRef, profile_id: str | None) -> Caller:
+    """The replay's own identity: reads and writes the snapshot's user, with its profile."""
+    return Caller(
+        REPLAY_CALLER,
+        tenants=frozenset({ref.tenant_id}),
+        profiles=frozenset({profile_id or ANY}),
+        roles=frozenset({"read", "write"}),
+        services=frozenset({ANY}),
+    )
+
+
+def fingerprint(value: Any) -> str:
+    return hashlib.sha256(canonical(value)).hexdigest()

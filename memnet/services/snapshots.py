@@ -1,0 +1,150 @@
+"""Conversation snapshots (spec 7.2, 13, 16.2): upload, encrypted storage, and the start
+of their replay.
+
+A snapshot is stored create-only at its spec 7.2 path, sealed (AES-256-GCM under a
+per-snapshot data key wrapped by the configured :class:`~memnet.ports.KeyProvider`;
+:mod:`memnet.services.sealing`), with the blob name as associated data, so the blob
+holds no plaintext and opens only at its own path. Re-uploading the same transcript
+under the same id is the same upload; another transcript under that id is 409.
+
+Starting a replay creates the replay record (create-only, state ``queued``) and sends
+one message to the replay queue. The upload route and the blob trigger both start it;
+the record is created once, and the worker treats a message for a finished replay as
+done, so a snapshot is replayed once however many messages name it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memnet.domain.callers import Caller
+from memnet.domain.errors import BadRequest, Conflict, MemnetError, NotFound, Unavailable
+from memnet.domain.identifiers import check_identifier
+from memnet.domain.layout import SnapshotRef
+from memnet.domain.transcript import Transcript, parse_transcript
+from memnet.ports import (
+    BlobNotFound,
+    BlobStore,
+    Condition,
+    KeyProvider,
+    MessageQueue,
+    PreconditionFailed,
+)
+from memnet.services.registry import ProfileRegistry
+from memnet.services.replay_records import Record, ReplayRecords
+from memnet.services.replay_writes import REPLAY_QUEUE
+from memnet.services.sealing import SealedBlobError, open_sealed, seal
+
+
+class SnapshotService:
+    def __init__(
+        self,
+        blobs: BlobStore,
+        keys: KeyProvider,
+        queue: MessageQueue,
+        records: ReplayRecords,
+        registry: ProfileRegistry,
+    ) -> None:
+        self._blobs, self._keys, self._queue = blobs, keys, queue
+        self._records, self._registry = records, registry
+
+    def upload(self, caller: Caller, ref: SnapshotRef, body: Any) -> tuple[bool, Record]:
+        """Store the transcript and start its replay; ``(created, replay record)``."""
+        caller.require(ref.tenant_id, "write")
+        transcript = parse_transcript(body)
+        profile = self._registry.for_caller(caller, transcript.profile_id)
+        if transcript.service_id is not None:
+            caller.require_service(transcript.service_id)
+        stored = Transcript(
+            transcript.messages,
+            transcript.service_id or caller.caller_id,
+            profile.profile_id,
+            transcript.project_hint,
+            transcript.metadata,
+        )
+        created = self._store(ref, stored)
+        return created, self.start(ref, "upload", caller.caller_id)
+
+    def _store(self, ref: SnapshotRef, transcript: Transcript) -> bool:
+        plaintext = _dump(transcript.as_json())
+        try:
+            sealed = seal(plaintext, ref.blob_name.encode(), self._keys)
+        except SealedBlobError as error:
+            raise _key_trouble(error) from error
+        try:
+            self._blobs.write(ref.blob_name, sealed, Condition.create_only())
+        except PreconditionFailed:
+            if _dump(self.open(ref).as_json()) != plaintext:
+                raise Conflict(
+                    "A snapshot with this id exists with another transcript.",
+                    code="SNAPSHOT_EXISTS",
+                    snapshot_id=ref.snapshot_id,
+                ) from None
+            return False
+        return True
+
+    def open(self, ref: SnapshotRef) -> Transcript:
+        """The decrypted transcript (:class:`~memnet.services.sealing.SealedBlobError`
+        when it cannot be opened; :class:`~memnet.ports.BlobNotFound` when absent)."""
+        sealed = self._blobs.read(ref.blob_name).data
+        return parse_transcript(json.loads(open_sealed(sealed, ref.blob_name.encode(), self._keys)))
+
+    def read(self, caller: Caller, ref: SnapshotRef) -> dict[str, Any]:
+        """The transcript, for callers holding the dedicated ``snapshots`` role."""
+        caller.require(ref.tenant_id, "snapshots")
+        try:
+            return self.open(ref).as_json()
+        except BlobNotFound:
+            raise NotFound("Snapshot does not exist.", code="SNAPSHOT_NOT_FOUND") from None
+        except SealedBlobError as error:
+            raise _key_trouble(error) from error
+
+    def start(self, ref: SnapshotRef, source: str, uploaded_by: str | None = None) -> Record:
+        """Create the replay record and queue the replay, once per snapshot. The record
+        says whether its message was sent; one still ``queued`` without that (the send
+        failed, or the process died before it) is sent again by the next start."""
+        self._records.create(ref, source=source, uploaded_by=uploaded_by)
+        record = self._records.load(ref)
+        assert record is not None  # created now or before; records are not deleted here
+        if record["status"] == "queued" and not record.get("enqueued"):
+            self._queue.send(REPLAY_QUEUE, json.dumps({"kind": "replay", **ref.as_json()}))
+            record = self._records.update(ref, lambda r: r.update(enqueued=True))
+        return record
+
+    def start_from_blob(self, name: str) -> Record | None:
+        """The blob trigger's entry: start the replay of the snapshot blob ``name``
+        (container-relative); None when the name is not a snapshot's."""
+        ref = snapshot_ref_of(name)
+        return None if ref is None else self.start(ref, "blob_trigger")
+
+    def status(self, caller: Caller, ref: SnapshotRef) -> Record:
+        caller.require(ref.tenant_id, "read")
+        record = self._records.load(ref)
+        if record is None:
+            raise NotFound("No replay for this snapshot.", code="REPLAY_NOT_FOUND")
+        return record
+
+
+def snapshot_ref_of(name: str) -> SnapshotRef | None:
+    """The snapshot a blob name addresses, with every id checked; None otherwise."""
+    ref = SnapshotRef.of_blob(name)
+    if ref is None:
+        return None
+    try:
+        for kind, value in ref.as_json().items():
+            check_identifier(kind, value)
+    except BadRequest:
+        return None
+    return ref
+
+
+def _key_trouble(error: SealedBlobError) -> MemnetError:
+    """503 when the key provider may recover (retry); else a 500 naming the code."""
+    if error.transient:
+        return Unavailable("The snapshot key is unavailable; retry.", code=error.code)
+    return MemnetError("The snapshot cannot be sealed or opened.", code=error.code)
+
+
+def _dump(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
