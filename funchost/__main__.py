@@ -1,5 +1,6 @@
 """Command line, next to the host it starts: ``python -m funchost serve`` runs this
-project's Functions app locally (HTTP functions and the queue-triggered index worker);
+project's Functions app locally (HTTP functions, the queue-triggered index and replay
+workers, and the snapshot blob trigger by polling the store);
 ``reindex``, ``create-search-index`` and ``hash-key`` are operator commands over the
 configured backends.
 
@@ -93,6 +94,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     # The host refuses, unread, any body larger than the app would accept.
     limit = services.settings.max_body_bytes
+    # Trigger paths name the container as %MEMNET_BLOB_CONTAINER% (an app setting on
+    # Azure); here its default comes from the settings when the environment lacks it.
+    os.environ.setdefault("MEMNET_BLOB_CONTAINER", services.settings.blob_container)
     serve_forever(
         function_app.app,
         args.host,

@@ -1,0 +1,99 @@
+"""The whole replay path on the local host, as `scripts/serve` runs it: an upload over
+real HTTP, the queue-triggered worker run by the host, the rule extractor; and a
+snapshot written straight to the store, found by the host's blob-trigger poller."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import function_app
+from funchost import RunningServer, start_in_thread
+from memnet import bootstrap
+from memnet.bootstrap import Services
+from memnet.domain.layout import SnapshotRef
+from memnet.ports import Condition
+from memnet.services.sealing import seal
+from tests.clients import HttpClient, Reply
+from tests.conftest import AGENT_KEY, doc_url, make_settings
+
+TRANSCRIPT = {
+    "messages": [
+        {
+            "id": "m1",
+            "role": "user",
+            "text": "Remember that I work from Lisbon.",
+            "timestamp": "2026-11-24T10:00:00Z",
+        },
+        {
+            "id": "m2",
+            "role": "user",
+            "text": "I prefer short answers.",
+            "timestamp": "2026-11-24T10:00:05Z",
+        },
+        {"id": "m3", "role": "assistant", "text": "Noted.", "timestamp": "2026-11-24T10:00:06Z"},
+    ]
+}
+
+
+@pytest.fixture
+def host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[Services, RunningServer]]:
+    services = bootstrap.build(make_settings(tmp_path / "data"))
+    monkeypatch.setenv("MEMNET_BLOB_CONTAINER", services.settings.blob_container)
+    bootstrap.install(services)
+    server = start_in_thread(
+        function_app.app,
+        route_prefix="",
+        queues=services.queue,
+        blobs=services.blobs,
+        blob_container=services.settings.blob_container,
+        blob_poll_seconds=0.05,
+    )
+    yield services, server
+    server.stop()
+    bootstrap.install(None)
+
+
+def settled(client: HttpClient, url: str, timeout: float = 20.0) -> Reply:
+    deadline = time.monotonic() + timeout
+    while True:
+        reply = client.request("GET", url)
+        if reply.status == 200 and reply.data["status"] not in ("queued", "running"):
+            return reply
+        assert time.monotonic() < deadline, reply.data
+        time.sleep(0.05)
+
+
+def test_an_uploaded_snapshot_is_replayed_by_the_host(host):
+    _, server = host
+    client = HttpClient(server.url, AGENT_KEY)
+    url = "/v1/tenants/acme/users/alice/snapshots/c1/s1"
+    assert client.request("PUT", url, TRANSCRIPT).status == 202
+    status = settled(client, url + "/replay").data
+    assert status["status"] == "applied", status
+    assert status["extractor"]["name"] == "rules"
+    content = client.request("GET", doc_url(tenant="acme", user="alice")).data["document"][
+        "content"
+    ]
+    assert [p["text"] if isinstance(p, dict) else p for p in content["preferences"]]
+    assert content["pending_confirmations"][0]["evidence"]["message_ids"] == ["m1"]
+    history = client.request("GET", doc_url(tenant="acme", user="alice") + ":history").data
+    assert {c["reason"] for c in history["changes"]} == {"replay_update"}
+
+
+def test_a_snapshot_written_straight_to_the_store_is_replayed_by_the_host(host):
+    services, server = host
+    ref = SnapshotRef("acme", "bob", "c9", "s9")
+    body: dict[str, Any] = {**TRANSCRIPT, "profile_id": "project-copilot-v1"}
+    sealed = seal(json.dumps(body).encode(), ref.blob_name.encode(), services.snapshots._keys)
+    services.blobs.write(ref.blob_name, sealed, Condition.create_only())
+    client = HttpClient(server.url, AGENT_KEY)
+    status = settled(client, "/v1/tenants/acme/users/bob/snapshots/c9/s9/replay").data
+    assert status["status"] == "applied" and status["source"] == "blob_trigger"
