@@ -144,14 +144,15 @@ class Writer:
 
 
 def write_until_landed(
-    client: Client, url: str, item: str, etag: str, me: Writer, deadline: float
+    client: Client, url: str, item: str, etag: str, me: Writer, deadline: float, rebase: bool
 ) -> str:
-    """PATCH one item with If-Match; on 412 take the latest ETag and try again."""
+    """PATCH one item with If-Match; on 412 take the latest ETag and try again. With
+    ``rebase`` the server moves a stale If-Match to the latest version itself."""
     ops = [{"op": "add", "path": "/content/recent_notes/-", "value": item}]
     started = time.perf_counter()
     while time.perf_counter() < deadline:
         me.attempts += 1
-        reply = patch(client, url, ops, etag)
+        reply = patch(client, url, ops, etag, rebase)
         if reply.status == 200 and reply.etag:
             me.landed.append((item, reply.etag))
             me.latencies_ms.append((time.perf_counter() - started) * 1000)
@@ -166,8 +167,10 @@ def write_until_landed(
     return etag
 
 
-def hot_round(port: int, writers: int, total: int, cap: float) -> dict[str, Any]:
-    url = doc_url(f"hot-w{writers}", "projects", "hot.json")
+def hot_round(
+    port: int, writers: int, total: int, cap: float, rebase: bool = False
+) -> dict[str, Any]:
+    url = doc_url(f"hot-w{writers}{'-rebase' if rebase else ''}", "projects", "hot.json")
     create(Client(port), url, [{"op": "replace", "path": "/content/summary", "value": "hot"}])
     quotas = [total // writers + (i < total % writers) for i in range(writers)]
     seen = [Writer([], []) for _ in range(writers)]
@@ -179,7 +182,8 @@ def hot_round(port: int, writers: int, total: int, cap: float) -> dict[str, Any]
         etag = client.request("GET", url).etag or ""
         ready.wait()
         for n in range(quotas[index]):
-            etag = write_until_landed(client, url, f"w{index}-{n}", etag, seen[index], deadline)
+            item = f"w{index}-{n}"
+            etag = write_until_landed(client, url, item, etag, seen[index], deadline, rebase)
 
     threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(writers)]
     for thread in threads:
@@ -193,6 +197,7 @@ def hot_round(port: int, writers: int, total: int, cap: float) -> dict[str, Any]
     stats = summarize([ms for w in seen for ms in w.latencies_ms], elapsed)
     counts = {
         "writers": writers,
+        "rebase": rebase,
         "planned": total,
         "successes": len(landed),
         "attempts": sum(w.attempts for w in seen),
@@ -238,20 +243,29 @@ def bench_backend(name: str, args: argparse.Namespace) -> dict[str, Any]:
             if name == "local":
                 result["file_creation"] = creation_cost(server.workdir / "creation-probe")
                 print("  create (empty files) " + report.brief(result["file_creation"]), flush=True)
-            result.update(http_workloads(server.port, args.requests, args.time_cap))
+            if not args.hot_only:
+                result.update(http_workloads(server.port, args.requests, args.time_cap))
             result["hot"] = [
                 hot_round(server.port, w, args.hot_writes, args.time_cap) for w in CONCURRENCY
             ]
-            # Before the server's files are deleted: that would slow write_create (see
-            # creation_cost).
-            result["raw"] = raw_latency(backend.raw_store, args.raw_calls)
-            if name == "local":  # the same calls as bare syscalls, next to the server's data
-                result["raw_durable"] = durable_latency(server.workdir / "raw", args.raw_calls)
-            result["storage_calls"] = storage_calls(backend.raw_store)
+            result["hot_rebase"] = [
+                hot_round(server.port, w, args.hot_writes, args.time_cap, rebase=True)
+                for w in CONCURRENCY
+            ]
+            if not args.hot_only:
+                # Before the server's files are deleted: that would slow write_create (see
+                # creation_cost).
+                result["raw"] = raw_latency(backend.raw_store, args.raw_calls)
+                if name == "local":  # the same calls as bare syscalls, next to its data
+                    result["raw_durable"] = durable_latency(server.workdir / "raw", args.raw_calls)
+                result["storage_calls"] = storage_calls(backend.raw_store)
         finally:
             server.stop()
-        for hot in result["hot"]:
-            print(f"  hot    w={hot['writers']:<2} " + report.brief(hot), flush=True)
+        for hot in result["hot"] + result["hot_rebase"]:
+            kind = "rebase" if hot["rebase"] else "hot   "
+            print(f"  {kind} w={hot['writers']:<2} " + report.brief(hot), flush=True)
+    if args.hot_only:
+        return result
     result["storage_ratio"] = storage_ratio(result)
     for kind, stats in result.get("raw_durable", {}).items():
         steps = stats.get("steps_p50_ms", "")
@@ -273,12 +287,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--time-cap", type=float, default=10.0, help="seconds per workload")
     parser.add_argument("--hot-writes", type=int, default=48, help="per hot round (<= 59)")
     parser.add_argument("--raw-calls", type=int, default=300, help="per raw adapter call")
+    parser.add_argument(
+        "--hot-only", action="store_true", help="only the hot-document rounds (no docs update)"
+    )
     parser.add_argument("--write-docs", action="store_true", help="write docs/performance.md")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.hot_only and args.write_docs:
+        print("--hot-only measures too little to write docs/performance.md", file=sys.stderr)
+        return 2
     names = ["local", "azurite"] if args.backend == "all" else [args.backend]
     started = datetime.now(UTC)
     results: dict[str, Any] = {
@@ -288,9 +308,12 @@ def main(argv: list[str] | None = None) -> int:
         "settings": {k: v for k, v in vars(args).items() if k != "write_docs"},
         "backends": [bench_backend(name, args) for name in names],
     }
-    results["targets"] = report.targets(results["backends"]) + [
-        durable_target(b) for b in results["backends"] if "durable_ratio" in b
-    ]
+    if args.hot_only:
+        results["targets"] = report.hot_targets(results["backends"])
+    else:
+        results["targets"] = report.targets(results["backends"]) + [
+            durable_target(b) for b in results["backends"] if "durable_ratio" in b
+        ]
     results["duration_s"] = round((datetime.now(UTC) - started).total_seconds(), 1)
     print(report.targets_text(results["targets"]))
     RESULTS.mkdir(parents=True, exist_ok=True)

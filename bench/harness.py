@@ -168,10 +168,13 @@ def doc_url(user: str, namespace: str = "user", path: str = "user_dynamic.json")
     return f"/v1/tenants/bench/users/{user}/documents/{namespace}/{path}"
 
 
-def patch(client: Client, url: str, ops: list[dict[str, Any]], etag: str | None) -> Reply:
+def patch(
+    client: Client, url: str, ops: list[dict[str, Any]], etag: str | None, rebase: bool = False
+) -> Reply:
     condition = {"If-Match": etag} if etag else {"If-None-Match": "*"}
     headers = {**condition, "Idempotency-Key": uuid.uuid4().hex}
-    return client.request("PATCH", url, {"ops": ops}, headers)
+    body: dict[str, Any] = {"ops": ops, **({"rebase": True} if rebase else {})}
+    return client.request("PATCH", url, body, headers)
 
 
 def create(client: Client, url: str, ops: list[dict[str, Any]]) -> str:

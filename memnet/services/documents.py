@@ -8,6 +8,7 @@ document (If-Match / create-only, storing the change id), complete the key. See
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -52,6 +53,7 @@ class DocumentService:
         self._blobs, self._registry, self._audit = blobs, registry, audit
         self._idempotency, self._clock = idempotency, clock
         self._chain = DocumentChain(blobs, audit, clock)
+        self._turns = [threading.Lock() for _ in range(64)]
 
     # -- reads ---------------------------------------------------------------------
 
@@ -164,13 +166,17 @@ class DocumentService:
         :data:`REBASE_ATTEMPTS` times in all."""
         if any(op.reads() for op in cmd.ops):  # test, copy and move show the document
             caller.require(cmd.ref.tenant_id, "read")
-        attempts = REBASE_ATTEMPTS if cmd.rebase else 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return self._patch_once(caller, cmd, profile, binding, ticket)
-            except LostRace:
-                if attempt == attempts:
-                    raise
+        if not cmd.rebase:
+            return self._patch_once(caller, cmd, profile, binding, ticket)
+        # Rebasing writers of one document in this process take turns: they would only
+        # make each other lose races. Other processes still race, and the ETag decides.
+        with self._turns[hash(cmd.ref.blob_name) % len(self._turns)]:
+            for attempt in range(1, REBASE_ATTEMPTS + 1):
+                try:
+                    return self._patch_once(caller, cmd, profile, binding, ticket)
+                except LostRace:
+                    if attempt == REBASE_ATTEMPTS:
+                        raise
         raise AssertionError("unreachable")
 
     def preview(self, caller: Caller, cmd: WriteCommand) -> Response:
