@@ -10,7 +10,12 @@ import azure.functions as func
 
 from memnet.api import context, documents, events, health, snapshots
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.api.workers import handle_index_job, handle_replay_job, handle_snapshot_blob
+from memnet.api.workers import (
+    handle_index_job,
+    handle_replay_job,
+    handle_replay_poison,
+    handle_snapshot_blob,
+)
 
 app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 
@@ -123,6 +128,19 @@ def list_unresolved_replays(req: func.HttpRequest) -> func.HttpResponse:
 def replay_snapshot(msg: func.QueueMessage) -> None:
     """The replay worker: one snapshot (or one parked patch's retry) per message."""
     handle_replay_job(msg.get_body().decode("utf-8"))
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-replay-poison", connection="MEMNET_QUEUE")
+def replay_gave_up(msg: func.QueueMessage) -> None:
+    """A replay message that failed every delivery: its replay is recorded as failed
+    (or its parked patch left for review), so no status says running for ever."""
+    handle_replay_poison(msg.get_body().decode("utf-8"))
+
+
+@app.route(route=SNAPSHOT_ROUTE + "/replay/redrive", methods=["POST"])
+def redrive_replay(req: func.HttpRequest) -> func.HttpResponse:
+    """Admin: queue a failed replay again."""
+    return _call(snapshots.redrive, req)
 
 
 @app.blob_trigger(

@@ -156,6 +156,8 @@ class Settings:
                 "MEMNET_EXTRACTOR_TOKEN_PARAMETER",
                 "must be max_tokens or max_completion_tokens",
             )
+        if self.replay_retry_base_seconds < 1:
+            raise ConfigError("settings", "MEMNET_REPLAY_RETRY_BASE_SECONDS", "must be at least 1")
         if self.replay_retry_limit < 1:
             raise ConfigError("settings", "MEMNET_REPLAY_RETRY_LIMIT", "must be at least 1")
 

@@ -64,9 +64,16 @@ def status_url(ref: SnapshotRef) -> str:
     )
 
 
-def view(record: dict[str, Any], ref: SnapshotRef) -> dict[str, Any]:
+def view(record: dict[str, Any], ref: SnapshotRef, full: bool = True) -> dict[str, Any]:
     """The replay status as the API shows it: the record without its internal plan, the
-    patches it planned (spec 9.3 records) under ``patches``, and its URL."""
+    patches it planned (spec 9.3 records) under ``patches``, and its URL. Not ``full``
+    (an uploader without the ``read`` role): its id, status and URL only."""
+    if not full:
+        return {
+            "replay_id": record["replay_id"],
+            "status": record["status"],
+            "status_url": status_url(ref),
+        }
     body = {name: record.get(name) for name in RECORD_FIELDS}
     output = record.get("output") or {}
     body["patches"] = output.get("patches", [])
@@ -84,7 +91,7 @@ def put_snapshot(request: ApiRequest, request_id: str) -> ApiResponse:
     headers = {"Location": status_url(ref)}
     if not created:
         headers["Idempotent-Replayed"] = "true"
-    return ApiResponse.json(202, view(record, ref), headers)
+    return ApiResponse.json(202, view(record, ref, caller.may_read()), headers)
 
 
 @endpoint
@@ -114,6 +121,14 @@ def resolve_patch(request: ApiRequest, request_id: str) -> ApiResponse:
         raise BadRequest("patch_index must be a small integer.", code="INVALID_FIELD")
     record = services.replay.review.resolve(caller, ref, int(index), action)
     return ApiResponse.json(200, view(record, ref))
+
+
+@endpoint
+def redrive(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    ref = _ref(request)
+    record = services.replay.redrive(_caller(request), ref)
+    return ApiResponse.json(202, view(record, ref), {"Location": status_url(ref)})
 
 
 @endpoint

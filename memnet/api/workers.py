@@ -24,3 +24,9 @@ def handle_snapshot_blob(name: str) -> None:
     if container != services.settings.blob_container:
         return
     services.snapshots.start_from_blob(blob_name)
+
+
+def handle_replay_poison(body: str) -> None:
+    """A replay message that failed every delivery (``memnet-replay-poison``): record it
+    (:meth:`memnet.services.replay.ReplayService.gave_up`)."""
+    bootstrap.services().replay.gave_up(body)

@@ -52,23 +52,52 @@ class RebaseConflict:
 
 
 def conflict(
-    ops: list[Op], changes: Iterable[Mapping[str, Any]], initial_content: Any = None
+    ops: list[Op],
+    changes: Iterable[Mapping[str, Any]],
+    latest: Any,
+    initial_content: Any = None,
 ) -> RebaseConflict | None:
     """The first reason ``ops`` cannot be moved past ``changes`` (audit records made
-    since the patch's base, any order), or None when they commute. A create record
-    counts by its ops alone when its base content is ``initial_content`` (a patch for
-    a document that did not exist yet was written against that content too)."""
+    since the patch's base, any order) onto ``latest`` (the document now), or None when
+    they commute. ``.../-`` is an append only where ``latest`` has an array (in an
+    object, ``-`` is a member name). A create record counts by its ops alone when its
+    base content is ``initial_content`` (a patch for a document that did not exist yet
+    was written against that content too)."""
     touches: list[Touch] = []
     for change in changes:
         whole = _sets_whole_document(change, initial_content)
         if whole is not None:
             return whole
-        touches.extend(_touches(change))
+        touches.extend(_touches(change, latest))
     for op in ops:
         for touch in touches:
-            found = _clash(op, touch)
+            found = _clash(op, touch, latest)
             if found is not None:
                 return RebaseConflict(touch.change_id, op.path, found)
+        found_new = _past_the_base(op, touches, latest)
+        if found_new is not None:
+            return found_new
+    return None
+
+
+def _past_the_base(op: Op, touches: list[Touch], latest: Any) -> RebaseConflict | None:
+    """An op that addresses an item by an index the array did not have at the base: the
+    index only exists (or, for an ``add``, only means "at the end") because of an append
+    made since. The base length is the length now minus those appends."""
+    appends: dict[Segments, list[str]] = {}
+    for touch in touches:
+        if touch.kind == "append":
+            appends.setdefault(touch.segments, []).append(touch.change_id)
+    for array, change_ids in appends.items():
+        for segments in _paths(op):
+            index = segments[len(array) : len(array) + 1]
+            if segments[: len(array)] != array or not _is_index(index):
+                continue
+            now = _at(latest, array)
+            base_length = len(now) - len(change_ids) if isinstance(now, list) else 0
+            if int(index[0]) >= base_length:
+                reason = "the index addresses an item appended since"
+                return RebaseConflict(change_ids[-1], op.path, reason)
     return None
 
 
@@ -81,14 +110,26 @@ def _sets_whole_document(change: Mapping[str, Any], initial_content: Any) -> Reb
     return RebaseConflict(change["change_id"], "/content", "the document was replaced")
 
 
-def _touches(change: Mapping[str, Any]) -> Iterable[Touch]:
+def _appends(segments: Segments, latest: Any) -> bool:
+    """Whether ``segments`` ends in ``-`` on an array (an append), not an object member."""
+    return segments[-1:] == (APPEND,) and isinstance(_at(latest, segments[:-1]), list)
+
+
+def _at(document: Any, segments: Segments) -> Any:
+    try:
+        return pointers.resolve(document, segments)
+    except KeyError:
+        return None
+
+
+def _touches(change: Mapping[str, Any], latest: Any) -> Iterable[Touch]:
     change_id = change["change_id"]
     for raw in change.get("ops", []):
         name = raw.get("op")
         if name == "test":
             continue
         path = pointers.parse(raw["path"])
-        if name in _ADDS and path[-1:] == (APPEND,):
+        if name in _ADDS and _appends(path, latest):
             yield Touch(change_id, "append", path[:-1])
         else:
             yield Touch(change_id, "write", path)
@@ -101,9 +142,9 @@ def _touches(change: Mapping[str, Any]) -> Iterable[Touch]:
                 yield Touch(change_id, "shift", source[:-1])
 
 
-def _clash(op: Op, touch: Touch) -> str | None:
+def _clash(op: Op, touch: Touch, latest: Any) -> str | None:
     for segments in _paths(op):
-        appending = segments is op.segments and op.op in _ADDS and segments[-1:] == (APPEND,)
+        appending = segments is op.segments and op.op in _ADDS and _appends(segments, latest)
         if appending:
             array = segments[:-1]
             if touch.kind == "write" and pointers.is_within(array, touch.segments):

@@ -175,6 +175,8 @@ def _patch(index: int, item: Any, request: ExtractionRequest) -> Patch:
     path = item.get("target_path")
     if not isinstance(path, str) or binding.match(binding.namespace, path) is None:
         raise _Refused("PATH_MISMATCH", f"target_path is not a document of {binding.binding_id!r}")
+    if not any(t.binding_id == binding.binding_id and t.path == path for t in request.targets):
+        raise _Refused("NOT_A_TARGET", "the patch targets a document the extractor was not shown")
     confidence = item.get("confidence")
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
         raise _Refused("INVALID_CONFIDENCE", "confidence must be a number from 0 to 1")

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 from dataclasses import asdict
 from typing import Any
 
 from memnet.domain.callers import Caller
-from memnet.domain.errors import EtagMismatch, MemnetError
+from memnet.domain.errors import BadRequest, Conflict, EtagMismatch, MemnetError
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.profiles import Profile
 from memnet.domain.replay_contract import (
@@ -117,6 +118,51 @@ class ReplayService:
             return self.review.retry(ref, int(message["patch_index"]), int(message["attempt"]))
         return self.run(ref)
 
+    def gave_up(self, body: str) -> Record | None:
+        """A message the queue moved to poison after its last delivery failed: the
+        replay it names is recorded as ``failed`` (``REPLAY_GAVE_UP``), so its status
+        does not say ``running`` for ever; an admin may re-drive it. A retry message
+        leaves its parked patch for review instead."""
+        try:
+            message = json.loads(body)
+            ids = [
+                str(message[k]) for k in ("tenant_id", "user_id", "conversation_id", "snapshot_id")
+            ]
+        except (ValueError, KeyError, TypeError):
+            log.warning("poison replay message is not one: %.200r", body)
+            return None
+        ref = snapshot_ref_of(SnapshotRef(*ids).blob_name)
+        if ref is None or self._records.load(ref) is None:
+            log.warning("poison replay message names no replay: %.200r", body)
+            return None
+        log.warning("replay %s gave up: %.200r", ref.replay_id, body)
+        if message.get("kind") == "retry":
+            return self.review.give_up(ref, int(message.get("patch_index", -1)))
+
+        def give_up(record: Record) -> None:
+            if not record.get("finished"):
+                reason = "its queue message failed every delivery; see the worker's log"
+                record["error"] = {"code": "REPLAY_GAVE_UP", "message": reason}
+                record["finished"] = True
+
+        return self._records.update(ref, give_up)
+
+    def redrive(self, caller: Caller, ref: SnapshotRef) -> Record:
+        """Admin: queue a ``failed`` replay again (after fixing a key, a profile or an
+        extractor). A stored plan is kept, so what was written is not written again."""
+        caller.require(ref.tenant_id, "admin")
+        record = self._records.load(ref)
+        if record is not None and record.get("profile_id"):
+            caller.require_profile(record["profile_id"])
+        if record is None or record["status"] != "failed":
+            raise Conflict("Only a failed replay can be re-driven.", code="REPLAY_NOT_FAILED")
+
+        def again(record: Record) -> None:
+            record.update(error=None, finished=False, status="queued", enqueued=False)
+
+        self._records.update(ref, again)
+        return self._snapshots.start(ref, "redrive")
+
     # -- one run -------------------------------------------------------------------
 
     def run(self, ref: SnapshotRef) -> Record:
@@ -128,8 +174,8 @@ class ReplayService:
         record = self._records.update(ref, claim)
         if record["output"] is None:
             record = self._plan(ref)
-            if record["status"] == "failed":
-                return record
+        if record["output"] is None:  # failed: another worker's plan would have won
+            return record
         output = record["output"]
         caller = replay_caller(ref, record["profile_id"])
         for index, digest in enumerate(output["digests"]):
@@ -162,6 +208,9 @@ class ReplayService:
             return self._fail(ref, error.code, str(error))
         except ReplayFailed as failed:
             return self._fail(ref, failed.code, failed.message)
+        except (BadRequest, ValueError) as error:  # sealed fine, but not a transcript
+            message = error.message if isinstance(error, BadRequest) else "not JSON"
+            return self._fail(ref, "SNAPSHOT_INVALID", message)
         transcript, profile, targets = request.transcript, request.profile, request.targets
         try:
             raw = self._extractor.extract(request)
@@ -177,9 +226,11 @@ class ReplayService:
         output = {
             "service_id": transcript.service_id or REPLAY_CALLER,
             "timestamp": transcript.messages[-1].timestamp,
+            # Event ids are fixed at planning, unguessable: nobody can take them first.
+            "event_prefix": f"evt_{secrets.token_hex(12)}",
             "digests": [asdict(d) for d in plan.digests],
             "patches": [
-                patch_record(p, ref.replay_id, ref.uri, self._base(ref, p, etags))
+                patch_record(p, ref.replay_id, ref.uri, etags[(p.binding_id, p.path)])
                 for p in plan.patches
             ],
         }
@@ -233,22 +284,12 @@ class ReplayService:
             )
         return tuple(found)
 
-    def _base(
-        self, ref: SnapshotRef, patch: Any, etags: dict[tuple[str, str], str | None]
-    ) -> str | None:
-        """The version the patch was written against: the one the extractor was shown,
-        or (a document it was not shown) the current one."""
-        if (patch.binding_id, patch.path) in etags:
-            return etags[(patch.binding_id, patch.path)]
-        stored = self._documents.load(
-            DocumentRef(ref.tenant_id, ref.user_id, patch.namespace, patch.path)
-        )
-        return stored.etag if stored else None
-
     def _fail(self, ref: SnapshotRef, code: str, message: str, rejected: Any = None) -> Record:
         log.warning("replay %s failed: %s", ref.replay_id, code)
 
         def fail(record: Record) -> None:
+            if record["output"] is not None:
+                return  # another worker planned (and may have written): its plan stands
             record["error"] = {"code": code, "message": message[:500]}
             if rejected is not None:
                 record["rejected"] = rejected
@@ -261,7 +302,7 @@ class ReplayService:
     def _write_digest(
         self, ref: SnapshotRef, caller: Caller, record: Record, index: int, digest: dict[str, Any]
     ) -> None:
-        event_id = f"evt_{ref.replay_id[4:]}_{index}"
+        event_id = f"{record['output']['event_prefix']}_{index}"
         if event_id in record["events"]:
             return
         output = record["output"]

@@ -167,6 +167,20 @@ def add_rejection(part: str, index: int, error: MemnetError) -> Any:
     return add
 
 
+def reject_parked(index: int, error: MemnetError) -> Any:
+    """A parked patch the write path now refuses (not a conflict): it leaves the parked
+    list as ``rejected`` and is recorded among the rejections, so the replay reads
+    ``partially_applied``, never ``applied``."""
+    rejection = add_rejection("patch", index, error)
+    resolve = resolve_entry(index, "rejected", error=error.code)
+
+    def update(record: Record) -> None:
+        resolve(record)
+        rejection(record)
+
+    return update
+
+
 def resolve_entry(index: int, state: str, **extra: Any) -> Any:
     def update(record: Record) -> None:
         entry = unresolved_entry(record, index)

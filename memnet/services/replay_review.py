@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 from memnet.domain.callers import Caller
 from memnet.domain.errors import EtagMismatch, MemnetError, NotFound
@@ -21,10 +22,24 @@ from memnet.services.replay_records import (
     Record,
     ReplayRecords,
     add_change,
+    reject_parked,
     resolve_entry,
     unresolved_entry,
 )
 from memnet.services.replay_writes import REPLAY_QUEUE, command, replay_caller
+
+MAX_RETRY_DELAY_SECONDS = 24 * 3600  # well inside a queue message's 7-day lifetime
+
+
+class RetryTooEarly(Exception):
+    """A retry message arrived before the record says its attempt is due (raised so the
+    queue delivers it again)."""
+
+
+def planned_patch(record: Record, index: int) -> dict[str, Any]:
+    """The stored patch record with ``patch_index`` (the plan keeps only accepted
+    patches, so a patch's position in it is not its index)."""
+    return next(p for p in record["output"]["patches"] if p["patch_index"] == index)
 
 
 class ReplayReview:
@@ -61,14 +76,23 @@ class ReplayReview:
         return self._records.update(ref, park)
 
     def retry(self, ref: SnapshotRef, index: int, attempt: int) -> Record | None:
-        """A delayed retry of a parked patch: rebase from its base once more."""
+        """A delayed retry of a parked patch: rebase from its base once more.
+
+        The message is sent before the record says so (a crash between the two must not
+        leave a parked patch without a message), so a message may arrive first: then it
+        raises, and the queue delivers it again later. A message for an attempt already
+        made is a duplicate and is dropped."""
         record = self._records.load(ref)
         entry = unresolved_entry(record, index)
-        if record is None or entry is None or entry["state"] != "retrying":
-            return record
-        if entry["attempts"] + 1 != attempt:
-            return record  # a duplicate of an earlier retry message
-        patch = record["output"]["patches"][index]
+        if record is None:
+            return None
+        if entry is None and not record.get("finished"):
+            raise RetryTooEarly(f"patch {index} of {ref.replay_id} is not parked yet")
+        if entry is None or entry["state"] != "retrying" or attempt <= entry["attempts"]:
+            return record  # resolved meanwhile, or a duplicate of an earlier message
+        if attempt > entry["attempts"] + 1:
+            raise RetryTooEarly(f"attempt {attempt - 1} of {ref.replay_id} is not recorded yet")
+        patch = planned_patch(record, index)
         caller = replay_caller(ref, record["profile_id"])
         try:
             response = self._documents.patch(
@@ -79,7 +103,7 @@ class ReplayReview:
         except MemnetError as error:
             if error.code.startswith("IDEMPOTENCY"):
                 raise
-            return self._records.update(ref, resolve_entry(index, "rejected", error=error.code))
+            return self._records.update(ref, reject_parked(index, error))
         return self._records.update(ref, add_change(patch, response["body"], retried=attempt))
 
     def _retry_later(
@@ -102,12 +126,24 @@ class ReplayReview:
 
         return self._records.update(ref, update)
 
+    def give_up(self, ref: SnapshotRef, index: int) -> Record:
+        """A retry message that failed every delivery: its patch waits for review."""
+
+        def review(record: Record) -> None:
+            entry = unresolved_entry(record, index)
+            if entry is not None and entry["state"] == "retrying":
+                entry.update(state="review", next_retry_at=None)
+
+        return self._records.update(ref, review)
+
     def resolve(self, caller: Caller, ref: SnapshotRef, index: int, action: str) -> Record:
         """Admin review of a parked patch: ``retry`` applies its ops to the latest
         version now (checked like any write: a failing test op or schema is 422 and
         the patch stays parked); ``discard`` drops it."""
         caller.require(ref.tenant_id, "admin")
         record = self._records.load(ref)
+        if record is not None and record.get("profile_id"):
+            caller.require_profile(record["profile_id"])
         entry = unresolved_entry(record, index)
         if record is None or entry is None or entry["state"] not in ("retrying", "review"):
             raise NotFound("No unresolved patch with this index.", code="UNRESOLVED_NOT_FOUND")
@@ -115,7 +151,7 @@ class ReplayReview:
             return self._records.update(
                 ref, resolve_entry(index, "discarded", discarded_by=caller.caller_id)
             )
-        patch = record["output"]["patches"][index]
+        patch = planned_patch(record, index)
         target = DocumentRef(
             ref.tenant_id, ref.user_id, patch["target_namespace"], patch["target_path"]
         )
@@ -142,7 +178,7 @@ class ReplayReview:
         self._queue.send(REPLAY_QUEUE, json.dumps(body), delay_seconds=self._delay(attempt))
 
     def _delay(self, attempt: int) -> int:
-        return int(min(self._retry_base * 2 ** (attempt - 1), 7 * 24 * 3600 - 1))
+        return int(min(self._retry_base * 2 ** (attempt - 1), MAX_RETRY_DELAY_SECONDS))
 
     def _at(self, seconds: int) -> str:
         return format_millis(self._clock.now() + timedelta(seconds=seconds))

@@ -75,7 +75,7 @@ class SnapshotService:
         try:
             self._blobs.write(ref.blob_name, sealed, Condition.create_only())
         except PreconditionFailed:
-            if _dump(self.open(ref).as_json()) != plaintext:
+            if self._stored_text(ref) != plaintext:
                 raise Conflict(
                     "A snapshot with this id exists with another transcript.",
                     code="SNAPSHOT_EXISTS",
@@ -83,6 +83,18 @@ class SnapshotService:
                 ) from None
             return False
         return True
+
+    def _stored_text(self, ref: SnapshotRef) -> bytes | None:
+        """The canonical transcript stored under ``ref``; None when it cannot be read
+        (another writer's blob, a key since lost): then it is not the same upload."""
+        try:
+            return _dump(self.open(ref).as_json())
+        except SealedBlobError as error:
+            if error.transient:
+                raise _key_trouble(error) from error
+            return None
+        except (BadRequest, ValueError):
+            return None
 
     def open(self, ref: SnapshotRef) -> Transcript:
         """The decrypted transcript (:class:`~memnet.services.sealing.SealedBlobError`
@@ -123,6 +135,8 @@ class SnapshotService:
         record = self._records.load(ref)
         if record is None:
             raise NotFound("No replay for this snapshot.", code="REPLAY_NOT_FOUND")
+        if record.get("profile_id"):  # it shows what the replay planned for that profile
+            caller.require_profile(record["profile_id"])
         return record
 
 

@@ -103,3 +103,23 @@ def test_racing_rebased_appends_each_land_once(client: ApiClient):
     changes = client.request("GET", URL + ":history?limit=1000").data["changes"]
     assert len({c["pre_etag"] for c in changes}) == len(changes) == 25
     assert fold(list(reversed(changes))) == document
+
+
+def test_a_dash_member_of_an_object_is_not_an_append(client: ApiClient):
+    stale = create(client, URL, summary("s")).data["etag"]
+    mine = [{"op": "add", "path": "/content/facets/-", "value": "mine"}]
+    assert patch(client, stale, mine, "k2", url=URL).status == 200
+    theirs = [{"op": "add", "path": "/content/facets/-", "value": "theirs"}]
+    reply = patch(client, stale, theirs, "k3", url=URL, rebase=True)
+    assert reply.status == 412
+    assert client.request("GET", URL).data["document"]["content"]["facets"] == {"-": "mine"}
+
+
+def test_an_index_that_exists_only_because_of_a_later_append_is_412(client: ApiClient):
+    stale = create(client, URL, note("a")).data["etag"]
+    patch(client, stale, note("b"), "k2", url=URL)
+    remove = [{"op": "remove", "path": "/content/recent_notes/1"}]
+    reply = patch(client, stale, remove, "k3", url=URL, rebase=True)
+    assert reply.status == 412
+    assert reply.data["error"]["details"]["rebase"]["reason"].startswith("the index")
+    assert client.request("GET", URL).data["document"]["content"]["recent_notes"] == ["a", "b"]

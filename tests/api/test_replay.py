@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import azure.functions as func
 import pytest
 
 import function_app
@@ -248,9 +249,10 @@ def test_hostile_output_is_rejected_part_by_part_with_reasons(setup, api):
             {**note("x"), "evidence": {"message_ids": ["m999"]}},
             {k: v for k, v in note("x").items() if k != "evidence"},
             fact(r, "Fine", 0.95),
+            {**note("x"), "target_path": "other-project.json"},
         ],
     }
-    upload(api)
+    upload(api, transcript(SECRET, project_hint="alpha"))
     drain(services)
     status = api.request("GET", SNAP + "/replay").data
     assert status["status"] == "partially_applied"
@@ -262,6 +264,7 @@ def test_hostile_output_is_rejected_part_by_part_with_reasons(setup, api):
         ("patch", 2, "DENIED_PATH"),
         ("patch", 3, "UNKNOWN_MESSAGE"),
         ("patch", 4, "MISSING_EVIDENCE"),
+        ("patch", 6, "NOT_A_TARGET"),
     ]
     dynamic = api.request("GET", doc_url()).data["document"]["content"]
     assert [f["fact"] for f in dynamic["durable_facts"]] == ["Fine"]
@@ -328,8 +331,6 @@ def test_the_blob_trigger_replays_a_snapshot_written_straight_to_storage(setup, 
     from memnet.ports import Condition
 
     services.blobs.write(REF.blob_name, sealed, Condition.create_only())
-    import azure.functions as func
-
     name = f"{services.settings.blob_container}/{REF.blob_name}"
     stream = func.blob.InputStream(name=name, data=sealed)  # type: ignore[no-untyped-call]
     function_app.snapshot_written(stream)
@@ -465,3 +466,106 @@ def test_an_unreachable_key_vault_is_503_and_stores_nothing(setup, api):
     assert reply.status == 503 and reply.error_code == "SNAPSHOT_KEY_UNAVAILABLE"
     assert reply.headers["retry-after"] == "1"
     assert list(services.blobs.list_names("tenants/t1/users/u1/")) == []
+
+
+# -- review findings ------------------------------------------------------------------------
+
+
+def test_retries_address_a_parked_patch_by_its_index_after_a_rejected_one(setup, api):
+    services, extractor = setup
+    op = {"op": "replace", "path": "/content/summary", "value": "live"}
+    live_write_while_extracting(api, extractor, op)
+    extractor.output = lambda r: {
+        "patches": [{**note("x"), "target_binding_id": "nope"}, summary("replayed"), note("ok")]
+    }
+    upload(api, transcript("x", project_hint="alpha"))
+    drain(services)
+    status = api.request("GET", SNAP + "/replay").data
+    assert [(u["patch_index"], u["state"]) for u in status["unresolved"]] == [(1, "review")]
+    assert [c["patch_index"] for c in status["changes"]] == [2]
+    reply = api.as_key(ADMIN_KEY).request("POST", SNAP + "/replay/patches/1/retry")
+    assert reply.status == 200, reply.data
+    assert reply.data["status"] == "partially_applied"  # patch 0 was rejected
+    assert api.request("GET", PROJECT).data["document"]["content"]["summary"] == "replayed"
+
+
+def test_a_parked_patch_the_write_path_then_refuses_reads_partially_applied():
+    from memnet.domain.errors import Unprocessable
+    from memnet.services.replay_records import reject_parked, status_of
+
+    record: dict[str, Any] = {
+        "finished": True,
+        "rejected": [],
+        "unresolved": [{"patch_index": 0, "state": "retrying", "attempts": 1}],
+    }
+    reject_parked(0, Unprocessable("schema", code="SCHEMA_VIOLATION"))(record)
+    assert record["unresolved"][0]["state"] == "rejected"
+    assert record["rejected"][0]["code"] == "SCHEMA_VIOLATION"
+    assert status_of(record) == "partially_applied"
+
+
+def test_a_second_planner_that_fails_does_not_fail_an_applied_replay(setup, api):
+    services, extractor = setup
+    answers = iter([None, {"patches": [note("first plan")]}])
+
+    def output(request: ExtractionRequest) -> Any:
+        answer = next(answers)
+        if answer is None:  # while this model thinks, another worker plans and applies
+            services.replay.run(REF)
+            return "Sorry, I cannot help with that."
+        return answer
+
+    extractor.output = output
+    upload(api, transcript("x", project_hint="alpha"))
+    drain(services)
+    status = api.request("GET", SNAP + "/replay").data
+    assert status["status"] == "applied" and status["error"] is None
+    assert api.request("GET", PROJECT).data["document"]["content"]["recent_notes"] == ["first plan"]
+
+
+def test_a_sealed_blob_that_is_no_transcript_fails_the_replay_it_does_not_poison(setup, api):
+    services, _ = setup
+    from memnet.ports import Condition
+
+    bad = json.dumps({"messages": [{"id": "m1", "role": "user", "text": "no time"}]})
+    sealed = seal(bad.encode(), REF.blob_name.encode(), services.snapshots._keys)
+    services.blobs.write(REF.blob_name, sealed, Condition.create_only())
+    services.snapshots.start_from_blob(REF.blob_name)
+    drain(services)
+    status = api.request("GET", SNAP + "/replay").data
+    assert status["status"] == "failed" and status["error"]["code"] == "SNAPSHOT_INVALID"
+    assert upload(api).error_code == "SNAPSHOT_EXISTS"  # another transcript is there
+
+
+def test_a_replay_that_gave_up_is_failed_and_an_admin_can_redrive_it(setup, api):
+    services, extractor = setup
+    extractor.error = ExtractorError("upstream 503", transient=True)
+    upload(api)
+    message = json.dumps({"kind": "replay", **REF.as_json()})
+    with pytest.raises(ExtractorError):
+        services.replay.handle_message(message)
+    poisoned = func.queue.QueueMessage(body=message)  # type: ignore[no-untyped-call]
+    function_app.replay_gave_up(poisoned)
+    status = api.request("GET", SNAP + "/replay").data
+    assert status["status"] == "failed" and status["error"]["code"] == "REPLAY_GAVE_UP"
+    assert api.request("POST", SNAP + "/replay/redrive").status == 403
+    extractor.error = None
+    extractor.output = lambda r: {"digests": [DIGEST]}
+    reply = api.as_key(ADMIN_KEY).request("POST", SNAP + "/replay/redrive")
+    assert reply.status == 202 and reply.data["status"] == "queued"
+    drain(services)
+    assert api.request("GET", SNAP + "/replay").data["status"] == "applied"
+    again = api.as_key(ADMIN_KEY).request("POST", SNAP + "/replay/redrive")
+    assert again.status == 409 and again.error_code == "REPLAY_NOT_FAILED"
+
+
+def test_the_status_is_for_callers_of_its_profile(setup, api):
+    services, _ = setup
+    from memnet.domain.callers import Caller
+    from memnet.domain.errors import Forbidden
+
+    upload(api)
+    drain(services)
+    other = Caller("other", frozenset({"t1"}), frozenset({"another-profile"}), frozenset({"read"}))
+    with pytest.raises(Forbidden):
+        services.snapshots.status(other, REF)

@@ -446,12 +446,14 @@ def test_a_challenge_for_another_resource_gets_no_token(vault, credential):
     assert [s.authorization for s in vault.sent] == [None]
 
 
-def test_unwrap_refuses_a_kid_on_another_vault_without_a_request(vault, credential):
+def test_unwrap_refuses_a_kid_of_another_vault_or_key_without_a_request(vault, credential):
     keys = provider(vault, credential)
     wrapped = keys.wrap(DATA_KEY)
     sent = len(vault.sent)
     elsewhere = wrapped.key_id.replace(vault.host, "attacker.vault.azure.net")
-    for key_id in (elsewhere, f"https://{vault.host}/keys/{vault.name}", "not a url"):
+    other_key = wrapped.key_id.replace(f"/keys/{vault.name}/", "/keys/other-tenants-key/")
+    unversioned = f"https://{vault.host}/keys/{vault.name}"
+    for key_id in (elsewhere, other_key, unversioned, "not a url"):
         with pytest.raises(KeyProviderError) as raised:
             keys.unwrap(WrappedKey("azure-keyvault", key_id, "RSA-OAEP-256", wrapped.wrapped))
         assert not raised.value.transient

@@ -230,7 +230,7 @@ def test_a_hostile_completion_is_returned_and_the_contract_rejects_exactly_its_b
         ("patch", 2, "UNKNOWN_BINDING"),  # admin_settings
         ("patch", 3, "MISSING_EVIDENCE"),
         ("patch", 4, "DENIED_PATH"),  # a credential inside the value
-        ("patch", 5, "PATH_NOT_WRITABLE"),  # user_static is admin-only
+        ("patch", 5, "NOT_A_TARGET"),  # user_static is admin-only: never a target
     ]
     assert [(p.index, p.binding_id) for p in plan.patches] == [(6, "project_doc")]
     assert len(plan.digests) == 1

@@ -169,9 +169,21 @@ def test_concurrent_rotations_lose_no_key(tmp_path):
 
 def test_another_key_file_cannot_unwrap(tmp_path):
     wrapped = LocalKeyFile(tmp_path / "a.json").wrap(secrets.token_bytes(32))
+    other = LocalKeyFile(tmp_path / "b.json")
+    other.wrap(secrets.token_bytes(32))  # creates b.json with its own key
     with pytest.raises(KeyProviderError) as raised:
-        LocalKeyFile(tmp_path / "b.json").unwrap(wrapped)
+        other.unwrap(wrapped)
     assert not raised.value.transient and wrapped.key_id in str(raised.value)
+
+
+def test_unwrap_never_creates_a_key_file(tmp_path):
+    """A wrong path (MEMNET_KEY_FILE, data directory) must fail, not mint a new key that
+    later uploads would be sealed with."""
+    wrapped = LocalKeyFile(tmp_path / "a.json").wrap(secrets.token_bytes(32))
+    with pytest.raises(KeyProviderError) as raised:
+        LocalKeyFile(tmp_path / "missing.json").unwrap(wrapped)
+    assert not raised.value.transient and "no key file" in str(raised.value)
+    assert not (tmp_path / "missing.json").exists()
 
 
 def test_a_wrong_key_under_the_same_id_cannot_unwrap(tmp_path):

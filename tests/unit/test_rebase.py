@@ -26,8 +26,11 @@ def remove(path: str) -> dict[str, Any]:
     return {"op": "remove", "path": path}
 
 
+LATEST = {"content": {"notes": ["a", "b", "c", "d", "e"], "facets": {"a": 1}, "summary": "s"}}
+
+
 def check(ours: list[dict[str, Any]], *theirs: dict[str, Any]) -> str | None:
-    found = conflict(parse_ops(ours), list(theirs), {"notes": []})
+    found = conflict(parse_ops(ours), list(theirs), LATEST, {"notes": []})
     return None if found is None else found.reason
 
 
@@ -38,7 +41,9 @@ COMMUTING = [
     ([add("/content/facets/b")], change(add("/content/facets/a"))),
     ([replace("/content/summary")], change(add("/content/notes/-"))),
     ([replace("/content/notes/3")], change(add("/content/notes/-"))),
+    ([add("/content/notes/3")], change(add("/content/notes/-"))),
     ([replace("/content/notes/3")], change(replace("/content/notes/1"))),
+    ([add("/content/facets/-")], change(add("/content/notes/-"))),
     ([{"op": "test", "path": "/content/summary", "value": "s"}], change(add("/content/notes/-"))),
     ([add("/content/notes/-")], change({"op": "test", "path": "/content/notes", "value": []})),
 ]
@@ -61,6 +66,13 @@ CONFLICTING = [
         [replace("/content/notes/0")],
         change({"op": "move", "from": "/content/notes/1", "path": "/content/facets/x"}),
     ),
+    # In an object "-" is a member name: a second add replaces the first writer's value.
+    ([add("/content/facets/-")], change(add("/content/facets/-"))),
+    # Indices that exist only because of an append made since (base length 4 of 5 now).
+    ([remove("/content/notes/4")], change(add("/content/notes/-"))),
+    ([replace("/content/notes/4/x")], change(add("/content/notes/-"))),
+    ([add("/content/notes/4")], change(add("/content/notes/-"))),
+    ([{"op": "test", "path": "/content/notes/4", "value": "e"}], change(add("/content/notes/-"))),
 ]
 
 
@@ -76,22 +88,23 @@ def test_dependent_ops_conflict(ours, theirs):
 
 def test_a_replace_of_the_whole_document_conflicts_with_everything():
     replaced = change(change_id="chg_9", operation="replace", base={"content": {"notes": []}})
-    found = conflict(parse_ops([add("/content/notes/-")]), [replaced], {"notes": []})
+    found = conflict(parse_ops([add("/content/notes/-")]), [replaced], LATEST, {"notes": []})
     assert found is not None and found.change_id == "chg_9"
     assert found.as_json()["reason"] == "the document was replaced"
 
 
 def test_a_create_from_the_initial_content_counts_by_its_ops():
     created = change(add("/content/notes/-"), operation="create", base={"content": {"notes": []}})
-    assert conflict(parse_ops([add("/content/notes/-")]), [created], {"notes": []}) is None
+    ours = parse_ops([add("/content/notes/-")])
+    assert conflict(ours, [created], LATEST, {"notes": []}) is None
     other = {**created, "base": {"content": {"notes": ["seeded"]}}}
-    assert conflict(parse_ops([add("/content/notes/-")]), [other], {"notes": []}) is not None
+    assert conflict(ours, [other], LATEST, {"notes": []}) is not None
 
 
 def test_the_first_conflict_names_its_change_and_path():
     first = change(add("/content/notes/-"), change_id="chg_a")
     second = change(replace("/content/summary"), change_id="chg_b")
-    found = conflict(parse_ops([replace("/content/summary")]), [first, second], {})
+    found = conflict(parse_ops([replace("/content/summary")]), [first, second], LATEST, {})
     assert found is not None
     assert found.as_json() == {
         "change_id": "chg_b",

@@ -113,8 +113,14 @@ class KeyVaultKeys:
             message = f"a {wrapped.provider}/{wrapped.algorithm} key is not a Key Vault key's"
             raise KeyProviderError(message, transient=False)
         key = KeyUrl.parse(wrapped.key_id)
-        if key is None or key.version is None or key.vault != self._key.vault:
-            message = f"{wrapped.key_id!r} is not a versioned key of {self._key.vault}"
+        if (
+            key is None
+            or key.version is None
+            or (key.vault, key.name) != (self._key.vault, self._key.name)
+        ):  # a blob must not make the app use another key, however it got there
+            message = (
+                f"{wrapped.key_id!r} is not a version of {self._key.vault}/keys/{self._key.name}"
+            )
             raise KeyProviderError(message, transient=False)
         return self._call("unwrapKey", key.operation_path("unwrapkey"), wrapped.wrapped)[1]
 

@@ -73,7 +73,11 @@ class LocalKeyFile:
         if (wrapped.provider, wrapped.algorithm) != (PROVIDER, ALGORITHM):
             message = f"a {wrapped.provider}/{wrapped.algorithm} key is not a local key file's"
             raise KeyProviderError(message, transient=False)
-        kek = self._load_or_create().keys.get(wrapped.key_id)
+        data = self._read()  # never created here: a missing file is a wrong path, not a new key
+        if data is None:
+            message = f"there is no key file at {self._path} (MEMNET_KEY_FILE, MEMNET_DATA_DIR?)"
+            raise KeyProviderError(message, transient=False)
+        kek = _parse(data, self._path).keys.get(wrapped.key_id)
         if kek is None:
             message = f"the key file {self._path} has no key {wrapped.key_id}"
             raise KeyProviderError(message, transient=False)
