@@ -1,7 +1,8 @@
 """A document's committed history: the audit records reachable from the change id the
 document stores (ARCHITECTURE.md "Audit"; :mod:`memnet.services.audit`). It answers
-what history shows, whether a change reached the document (after a crash or a lost
-response), and which records no document reached (orphans)."""
+what history shows, whether a write's precondition holds (or, asked to rebase, whether
+its ops commute with the changes since), whether a change reached the document (after
+a crash or a lost response), and which records no document reached (orphans)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,16 @@ import json
 from datetime import timedelta
 from typing import Any
 
-from memnet.domain.document_model import StoredDocument
-from memnet.domain.errors import BadRequest
+from memnet.domain.document_model import StoredDocument, WriteCommand
+from memnet.domain.errors import BadRequest, EtagMismatch, NotFound
 from memnet.domain.layout import DocumentRef, audit_name, user_prefix
+from memnet.domain.profiles import Binding
+from memnet.domain.rebase import conflict
 from memnet.ports import BlobNotFound, BlobStore, Clock
 from memnet.services.audit import AuditLog, change_time, fold
 from memnet.services.idempotency import Response
+
+REBASE_MAX_CHANGES = 64  # a rebase looks this many changes back for its base version
 
 
 class DocumentChain:
@@ -49,6 +54,52 @@ class DocumentChain:
                 "before names no change of this document.", code="INVALID_QUERY", field="before"
             )
         return record.get("prev_change_id"), record.get("pre_etag")
+
+    def checked_current(
+        self, cmd: WriteCommand, rebase_for: Binding | None
+    ) -> StoredDocument | None:
+        """The latest version, if the precondition holds for it: it names that version,
+        or (asked to rebase, a patch of binding ``rebase_for``) the ops commute with every
+        change since the version it names."""
+        current = self.load(cmd.ref)
+        wanted = cmd.precondition
+        if wanted.if_match is not None and current is None:
+            raise NotFound(
+                "Document does not exist; create it with If-None-Match: *.",
+                code="DOCUMENT_NOT_FOUND",
+            )
+        if current is None or (not wanted.create and wanted.if_match == current.etag):
+            return current
+        if cmd.rebase and rebase_for is not None:
+            self._check_rebase(cmd, rebase_for, current)
+        elif wanted.create:
+            raise EtagMismatch(
+                "Document already exists (If-None-Match: *).", latest_etag=current.etag
+            )
+        else:
+            raise EtagMismatch(
+                "If-Match does not match latest document version.", latest_etag=current.etag
+            )
+        return current
+
+    def _check_rebase(self, cmd: WriteCommand, binding: Binding, current: StoredDocument) -> None:
+        """412 unless the changes since the named version are at most
+        :data:`REBASE_MAX_CHANGES` and the ops commute with all of them."""
+        since = self.since_version(cmd.ref, current, cmd.precondition.if_match, REBASE_MAX_CHANGES)
+        if since is None:
+            raise EtagMismatch(
+                "If-Match names no version among the last "
+                f"{REBASE_MAX_CHANGES} changes; refetch and retry.",
+                latest_etag=current.etag,
+                rebase={"reason": "base version not found"},
+            )
+        found = conflict(cmd.ops, since, current.document, dict(binding.initial_content))
+        if found is not None:
+            raise EtagMismatch(
+                "The document changed since If-Match in a way these ops depend on.",
+                latest_etag=current.etag,
+                rebase=found.as_json(),
+            )
 
     def since_version(
         self, ref: DocumentRef, current: StoredDocument, etag: str | None, limit: int

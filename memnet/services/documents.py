@@ -25,7 +25,6 @@ from memnet.domain.policy import (
     plan_ops,
 )
 from memnet.domain.profiles import Binding, Profile
-from memnet.domain.rebase import conflict
 from memnet.domain.timestamps import format_millis
 from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
 from memnet.ports import (
@@ -203,7 +202,7 @@ class DocumentService:
         ticket: Ticket,
         write: bool = True,
     ) -> Response:
-        current = self._checked_current(cmd, binding)
+        current = self._chain.checked_current(cmd, binding)
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence)
         planned = plan_ops(profile, binding, cmd.ops, intent)
         raise_if_any(planned.violations)
@@ -230,54 +229,10 @@ class DocumentService:
     def _replace(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
     ) -> Response:
-        current = self._checked_current(cmd, None)
+        current = self._chain.checked_current(cmd, None)
         base = self._base(binding, current, cmd.content or {})
         record = self._record(caller, cmd, profile, binding, ticket, current, [], base)
         return self._commit(cmd.ref, profile, binding, current, record, caller.may_read())
-
-    def _checked_current(
-        self, cmd: WriteCommand, rebase_for: Binding | None
-    ) -> StoredDocument | None:
-        """The latest version, if the precondition holds for it: it names that version,
-        or (asked to rebase, a patch of binding ``rebase_for``) the ops commute with every
-        change since the version it names."""
-        current = self.load(cmd.ref)
-        wanted = cmd.precondition
-        if wanted.if_match is not None and current is None:
-            raise NotFound(
-                "Document does not exist; create it with If-None-Match: *.",
-                code="DOCUMENT_NOT_FOUND",
-            )
-        if current is None or (not wanted.create and wanted.if_match == current.etag):
-            return current
-        if cmd.rebase and rebase_for is not None:
-            self._check_rebase(cmd, rebase_for, current)
-        elif wanted.create:
-            raise _etag_mismatch("Document already exists (If-None-Match: *).", current.etag)
-        else:
-            raise _etag_mismatch("If-Match does not match latest document version.", current.etag)
-        return current
-
-    def _check_rebase(self, cmd: WriteCommand, binding: Binding, current: StoredDocument) -> None:
-        """412 unless the changes since the named version are at most
-        :data:`REBASE_MAX_CHANGES` and the ops commute with all of them."""
-        since = self._chain.since_version(
-            cmd.ref, current, cmd.precondition.if_match, REBASE_MAX_CHANGES
-        )
-        if since is None:
-            raise EtagMismatch(
-                "If-Match names no version among the last "
-                f"{REBASE_MAX_CHANGES} changes; refetch and retry.",
-                latest_etag=current.etag,
-                rebase={"reason": "base version not found"},
-            )
-        found = conflict(cmd.ops, since, current.document, dict(binding.initial_content))
-        if found is not None:
-            raise EtagMismatch(
-                "The document changed since If-Match in a way these ops depend on.",
-                latest_etag=current.etag,
-                rebase=found.as_json(),
-            )
 
     def _base(
         self, binding: Binding, current: StoredDocument | None, content: dict[str, Any]
@@ -385,7 +340,6 @@ class DocumentService:
 
 REBASE_ATTEMPTS = 8
 TURN_WAIT_SECONDS = 2.0
-REBASE_MAX_CHANGES = 64
 
 
 class LostRace(EtagMismatch):
@@ -411,7 +365,3 @@ def _same_content(before: dict[str, Any], after: dict[str, Any]) -> bool:
     """Whether a write leaves the content as it was (compared as JSON text: ``1`` and
     ``true`` differ); such a write creates no version (only ``test`` ops, say)."""
     return serialise(before.get("content")) == serialise(after.get("content"))
-
-
-def _etag_mismatch(message: str, latest: str | None) -> EtagMismatch:
-    return EtagMismatch(message, latest_etag=latest)
