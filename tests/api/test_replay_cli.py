@@ -17,24 +17,9 @@ from memnet.domain.layout import SnapshotRef
 from tests.api.test_replay import drain
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, REPO, doc_url, make_settings
+from tests.host.test_replay_host import TRANSCRIPT
 
 SNAP = "/v1/tenants/t1/users/u1/snapshots/c1/s1"
-TRANSCRIPT = {
-    "messages": [
-        {
-            "id": "m1",
-            "role": "user",
-            "text": "Remember that I work from Lisbon.",
-            "timestamp": "2026-11-24T10:00:00Z",
-        },
-        {
-            "id": "m2",
-            "role": "user",
-            "text": "I prefer short answers.",
-            "timestamp": "2026-11-24T10:00:05Z",
-        },
-    ]
-}
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from azure.core.exceptions import (
     ServiceResponseError,
 )
 from azure.core.pipeline.transport import HttpTransport
-from azure.core.rest import HttpRequest, HttpResponse
+from azure.core.rest import HttpRequest
 
 from memnet.adapters.azure.search import (
     INDEX_DEFINITION,
@@ -41,6 +40,7 @@ from memnet.adapters.azure.search import (
     search_text,
 )
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
+from tests.contract.canned import CannedResponse
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "azure_search"
 ENDPOINT = "https://memnet-test.search.windows.net"
@@ -52,52 +52,7 @@ def shape(name: str) -> Any:
     return json.loads((DATA / name).read_text())
 
 
-class CannedResponse(HttpResponse):
-    """A complete, already-read response (azure.core.rest.HttpResponse)."""
-
-    def __init__(self, request: HttpRequest, status: int, body: Any) -> None:
-        self._request, self._status = request, status
-        self._content = b"" if body is None else json.dumps(body).encode()
-        self._headers = {"Content-Type": "application/json; odata.metadata=minimal"}
-
-    request = property(lambda self: self._request)
-    status_code = property(lambda self: self._status)
-    headers = property(lambda self: self._headers)
-    reason = property(lambda self: "Canned")
-    content_type = property(lambda self: self._headers["Content-Type"])
-    is_closed = property(lambda self: True)
-    is_stream_consumed = property(lambda self: True)
-    encoding = property(lambda self: "utf-8")
-    url = property(lambda self: self._request.url)
-    content = property(lambda self: self._content)
-
-    def text(self, encoding: str | None = None) -> str:
-        return self._content.decode(encoding or "utf-8")
-
-    def json(self) -> Any:
-        return json.loads(self._content) if self._content else None
-
-    def raise_for_status(self) -> None:
-        if self._status >= 400:
-            raise HttpResponseError(response=self)
-
-    def __enter__(self) -> CannedResponse:
-        return self
-
-    def __exit__(self, *args: Any) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def read(self) -> bytes:
-        return self._content
-
-    def iter_raw(self, **kwargs: Any) -> Iterator[bytes]:
-        yield self._content
-
-    def iter_bytes(self, **kwargs: Any) -> Iterator[bytes]:
-        yield self._content
+SEARCH_HEADERS = {"Content-Type": "application/json; odata.metadata=minimal"}
 
 
 @dataclass
@@ -125,7 +80,7 @@ class RecordingTransport(HttpTransport):  # type: ignore[type-arg]  # generic in
             Sent(request.method, unquote(url.path), parse_qs(url.query), headers, body)
         )
         status, answer = self.answers.pop(0) if self.answers else (500, None)
-        return CannedResponse(request, status, answer)
+        return CannedResponse(request, status, answer, SEARCH_HEADERS)
 
     def open(self) -> None:
         pass

@@ -20,7 +20,6 @@ import base64
 import json
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -29,12 +28,11 @@ import pytest
 from azure.core.credentials import AccessToken
 from azure.core.exceptions import (
     ClientAuthenticationError,
-    HttpResponseError,
     ServiceRequestError,
     ServiceResponseError,
 )
 from azure.core.pipeline.transport import HttpTransport
-from azure.core.rest import HttpRequest, HttpResponse
+from azure.core.rest import HttpRequest
 from azure.keyvault.keys.crypto import CryptographyClient, KeyWrapAlgorithm
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
@@ -43,6 +41,7 @@ from memnet.adapters.azure.keyvault import KeyVaultKeys
 from memnet.domain.errors import ConfigError
 from memnet.ports import KeyProviderError, WrappedKey
 from memnet.services.sealing import SealedBlobError, open_sealed, seal
+from tests.contract.canned import CannedResponse
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 CHALLENGE = (
@@ -68,60 +67,15 @@ def error(code: str, message: str) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-class CannedResponse(HttpResponse):
-    """A complete, already-read response (azure.core.rest.HttpResponse)."""
-
-    def __init__(
-        self, request: HttpRequest, status: int, body: Any, headers: dict[str, str]
-    ) -> None:
-        self._request, self._status = request, status
-        self._content = b"" if body is None else json.dumps(body).encode()
-        self._headers = {
-            "Content-Type": "application/json; charset=utf-8",
-            "x-ms-request-id": str(uuid.uuid4()),
-            "x-ms-keyvault-service-version": "1.9.2760.1",
-            "x-ms-keyvault-region": "westeurope",
-            **headers,
-        }
-
-    request = property(lambda self: self._request)
-    status_code = property(lambda self: self._status)
-    headers = property(lambda self: self._headers)
-    reason = property(lambda self: "Canned")
-    content_type = property(lambda self: self._headers["Content-Type"])
-    is_closed = property(lambda self: True)
-    is_stream_consumed = property(lambda self: True)
-    encoding = property(lambda self: "utf-8")
-    url = property(lambda self: self._request.url)
-    content = property(lambda self: self._content)
-
-    def text(self, encoding: str | None = None) -> str:
-        return self._content.decode(encoding or "utf-8")
-
-    def json(self) -> Any:
-        return json.loads(self._content) if self._content else None
-
-    def raise_for_status(self) -> None:
-        if self._status >= 400:
-            raise HttpResponseError(response=self)
-
-    def __enter__(self) -> CannedResponse:
-        return self
-
-    def __exit__(self, *args: Any) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def read(self) -> bytes:
-        return self._content
-
-    def iter_raw(self, **kwargs: Any) -> Iterator[bytes]:
-        yield self._content
-
-    def iter_bytes(self, **kwargs: Any) -> Iterator[bytes]:
-        yield self._content
+def vault_headers(extra: dict[str, str]) -> dict[str, str]:
+    """The headers a Key Vault response carries, plus ``extra``."""
+    return {
+        "Content-Type": "application/json; charset=utf-8",
+        "x-ms-request-id": str(uuid.uuid4()),
+        "x-ms-keyvault-service-version": "1.9.2760.1",
+        "x-ms-keyvault-region": "westeurope",
+        **extra,
+    }
 
 
 @dataclass
@@ -180,7 +134,7 @@ class FakeVault(HttpTransport):  # type: ignore[type-arg]  # generic in its own 
             )
         )
         answer = self._answer(request.method, url.path, authorization, self.sent[-1].body)
-        return CannedResponse(request, answer.status, answer.body, answer.headers)
+        return CannedResponse(request, answer.status, answer.body, vault_headers(answer.headers))
 
     def _answer(self, method: str, path: str, authorization: str | None, body: Any) -> Answer:
         if authorization is None:
