@@ -39,6 +39,7 @@ from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.profiles import Profile
 from memnet.domain.replay_contract import (
     ExtractionRequest,
+    ReplayPlan,
     TargetDocument,
     check_output,
     patch_record,
@@ -211,7 +212,6 @@ class ReplayService:
         except (BadRequest, ValueError) as error:  # sealed fine, but not a transcript
             message = error.message if isinstance(error, BadRequest) else "not JSON"
             return self._fail(ref, "SNAPSHOT_INVALID", message)
-        transcript, profile, targets = request.transcript, request.profile, request.targets
         try:
             raw = self._extractor.extract(request)
         except ExtractorError as error:
@@ -222,24 +222,13 @@ class ReplayService:
         rejected = [r.as_json() for r in plan.rejected]
         if any(r.part == "output" for r in plan.rejected):
             return self._fail(ref, "OUTPUT_NOT_STRUCTURED", plan.rejected[0].reason, rejected)
-        etags = {(t.binding_id, t.path): t.etag for t in targets}
-        output = {
-            "service_id": transcript.service_id or REPLAY_CALLER,
-            "timestamp": transcript.messages[-1].timestamp,
-            # Event ids are fixed at planning, unguessable: nobody can take them first.
-            "event_prefix": f"evt_{secrets.token_hex(12)}",
-            "digests": [asdict(d) for d in plan.digests],
-            "patches": [
-                patch_record(p, ref.replay_id, ref.uri, etags[(p.binding_id, p.path)])
-                for p in plan.patches
-            ],
-        }
+        output = _stored_plan(ref, request, plan)
         extractor = {"name": self._extractor.name, "version": self._extractor.version}
 
         def store(record: Record) -> None:
             if record["output"] is None:  # a concurrent worker may have planned first
                 record.update(output=output, rejected=rejected, extractor=extractor)
-                record["profile_id"] = profile.profile_id
+                record["profile_id"] = request.profile.profile_id
 
         return self._records.update(ref, store)
 
@@ -344,3 +333,21 @@ class ReplayService:
                 raise  # another worker holds this patch right now: retry the message
             return self._records.update(ref, add_rejection("patch", index, error))
         return self._records.update(ref, add_change(patch, response["body"]))
+
+
+def _stored_plan(ref: SnapshotRef, request: ExtractionRequest, plan: ReplayPlan) -> Record:
+    """What the record keeps of an accepted plan: the digests, the spec 9.3 patch records
+    (based on the versions the extractor was shown) and what the events need."""
+    etags = {(t.binding_id, t.path): t.etag for t in request.targets}
+    transcript = request.transcript
+    return {
+        "service_id": transcript.service_id or REPLAY_CALLER,
+        "timestamp": transcript.messages[-1].timestamp,
+        # Event ids are fixed at planning, unguessable: nobody can take them first.
+        "event_prefix": f"evt_{secrets.token_hex(12)}",
+        "digests": [asdict(d) for d in plan.digests],
+        "patches": [
+            patch_record(p, ref.replay_id, ref.uri, etags[(p.binding_id, p.path)])
+            for p in plan.patches
+        ],
+    }
