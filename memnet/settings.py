@@ -55,6 +55,12 @@ class Settings:
     extractor_token_parameter: str = "max_tokens"
     replay_retry_base_seconds: int = 60
     replay_retry_limit: int = 5
+    retention_file: Path | None = None  # organisation/tenant ceilings (docs/governance.md)
+    audit_floor_days: int = 365
+    job_max_seconds: int = 240  # work one governance job invocation may do
+    sweep_page_size: int = 1000
+    forget_grace_seconds: int = 60
+    forget_quiet_seconds: int = 3600
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -99,6 +105,12 @@ class Settings:
             extractor_token_parameter=env.get("MEMNET_EXTRACTOR_TOKEN_PARAMETER", "max_tokens"),
             replay_retry_base_seconds=_int(env, "MEMNET_REPLAY_RETRY_BASE_SECONDS", 60),
             replay_retry_limit=_int(env, "MEMNET_REPLAY_RETRY_LIMIT", 5),
+            retention_file=_path(env.get("MEMNET_RETENTION_FILE")),
+            audit_floor_days=_int(env, "MEMNET_AUDIT_FLOOR_DAYS", 365),
+            job_max_seconds=_int(env, "MEMNET_JOB_MAX_SECONDS", 240),
+            sweep_page_size=_int(env, "MEMNET_SWEEP_PAGE_SIZE", 1000),
+            forget_grace_seconds=_int(env, "MEMNET_FORGET_GRACE_SECONDS", 60),
+            forget_quiet_seconds=_int(env, "MEMNET_FORGET_QUIET_SECONDS", 3600),
         )
         settings.check()
         return settings
@@ -160,6 +172,10 @@ class Settings:
             raise ConfigError("settings", "MEMNET_REPLAY_RETRY_BASE_SECONDS", "must be at least 1")
         if self.replay_retry_limit < 1:
             raise ConfigError("settings", "MEMNET_REPLAY_RETRY_LIMIT", "must be at least 1")
+        if self.job_max_seconds < 1:
+            raise ConfigError("settings", "MEMNET_JOB_MAX_SECONDS", "must be at least 1")
+        if not 1 <= self.sweep_page_size <= 5000:
+            raise ConfigError("settings", "MEMNET_SWEEP_PAGE_SIZE", "must be from 1 to 5000")
 
     @property
     def snapshot_key_file(self) -> Path:

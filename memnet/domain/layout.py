@@ -39,6 +39,42 @@ def audit_name(tenant_id: str, user_id: str, change_id: str) -> str:
     return f"{user_prefix(tenant_id, user_id)}audit/{change_id}.json"
 
 
+def tenant_policy_name(tenant_id: str) -> str:
+    """A tenant's legal holds (ARCHITECTURE.md section 2), outside every user's prefix."""
+    return f"tenants/{tenant_id}/_policy.json"
+
+
+def governance_prefix(tenant_id: str) -> str:
+    """Where a tenant's governance records live: outside every user's prefix, so that
+    forgetting a user leaves its job, receipt and log (identifiers cannot start with _)."""
+    return f"tenants/{tenant_id}/_governance/"
+
+
+def forget_job_name(tenant_id: str, user_id: str) -> str:
+    """A forget job's state; while it runs, also the tombstone that refuses writes."""
+    return f"{governance_prefix(tenant_id)}forget/{user_id}.json"
+
+
+def receipt_name(tenant_id: str, receipt_id: str) -> str:
+    return f"{governance_prefix(tenant_id)}receipts/{receipt_id}.json"
+
+
+def governance_log_name(tenant_id: str, entry_id: str) -> str:
+    """One governance log entry (holds set and cleared, forgets asked and done)."""
+    return f"{governance_prefix(tenant_id)}log/{entry_id}.json"
+
+
+def sweep_state_name(job: str) -> str:
+    """A container-wide job's persisted cursor and lease (retention sweep, compaction scan)."""
+    return f"_governance/jobs/{job}.json"
+
+
+def audit_horizon_name(tenant_id: str, user_id: str) -> str:
+    """Audit records of the user minted before the time this names were removed by
+    retention: a document's history ends there instead of being broken."""
+    return f"{user_prefix(tenant_id, user_id)}audit_horizon.json"
+
+
 def idempotency_name(tenant_id: str, user_id: str, key_hash: str) -> str:
     return f"{user_prefix(tenant_id, user_id)}idempotency/{key_hash}.json"
 
