@@ -8,12 +8,17 @@ from urllib.parse import urlsplit
 
 import azure.functions as func
 
-from memnet.api import context, documents, events, health, snapshots
+from memnet.api import context, documents, events, governance, health, snapshots
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.workers import (
+    handle_compaction_job,
+    handle_compaction_timer,
+    handle_forget_job,
+    handle_forget_poison,
     handle_index_job,
     handle_replay_job,
     handle_replay_poison,
+    handle_retention_sweep,
     handle_snapshot_blob,
 )
 
@@ -153,3 +158,97 @@ def snapshot_written(snapshot: func.InputStream) -> None:
     """A snapshot written straight to storage starts the same replay (deduplicated with
     the upload route on the snapshot id). Event Grid source, as Flex Consumption needs."""
     handle_snapshot_blob(snapshot.name or "")
+
+
+# -- forgetting (spec 17; docs/forgetting.md) ------------------------------------------------
+
+USER_ROUTE = "v1/tenants/{tenant_id}/users/{user_id}"
+
+
+@app.route(route=USER_ROUTE, methods=["DELETE"])
+def forget_user(req: func.HttpRequest) -> func.HttpResponse:
+    """Forget a user: 202 with the job; writes are refused from now on (a tombstone)."""
+    return _call(governance.forget_user, req)
+
+
+@app.route(route=USER_ROUTE + "/forget", methods=["GET"])
+def forget_status(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(governance.forget_status, req)
+
+
+@app.route(route=USER_ROUTE + "/conversations/{conversation_id}", methods=["DELETE"])
+def forget_conversation(req: func.HttpRequest) -> func.HttpResponse:
+    """Forget one conversation: its snapshots and events, and what was learned from it."""
+    return _call(governance.forget_conversation, req)
+
+
+@app.route(route=USER_ROUTE + "/forget/conversations/{conversation_id}", methods=["GET"])
+def forget_conversation_status(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(governance.forget_conversation_status, req)
+
+
+@app.route(route="v1/tenants/{tenant_id}/receipts/{receipt_id}", methods=["GET"])
+def get_receipt(req: func.HttpRequest) -> func.HttpResponse:
+    """A deletion receipt: kinds, counts, times, who asked, hashes of names; no content."""
+    return _call(governance.get_receipt, req)
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-forget", connection="MEMNET_QUEUE")
+def forget_worker(msg: func.QueueMessage) -> None:
+    """One bounded invocation of a forget job; it queues itself again until done."""
+    handle_forget_job(msg.get_body().decode("utf-8"))
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-forget-poison", connection="MEMNET_QUEUE")
+def forget_gave_up(msg: func.QueueMessage) -> None:
+    handle_forget_poison(msg.get_body().decode("utf-8"))
+
+
+HOLD_ROUTE = "v1/admin/tenants/{tenant_id}"
+
+
+@app.route(route=HOLD_ROUTE + "/hold", methods=["PUT"])
+def set_tenant_hold(req: func.HttpRequest) -> func.HttpResponse:
+    """Admin: set a legal hold on the tenant (held data survives sweeps and forget)."""
+    return _call(governance.set_hold, req)
+
+
+@app.route(route=HOLD_ROUTE + "/hold", methods=["DELETE"])
+def clear_tenant_hold(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(governance.clear_hold, req)
+
+
+@app.route(route=HOLD_ROUTE + "/users/{user_id}/hold", methods=["PUT"])
+def set_user_hold(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(governance.set_hold, req)
+
+
+@app.route(route=HOLD_ROUTE + "/users/{user_id}/hold", methods=["DELETE"])
+def clear_user_hold(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(governance.clear_hold, req)
+
+
+@app.route(route=HOLD_ROUTE + "/holds", methods=["GET"])
+def list_holds(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(governance.list_holds, req)
+
+
+@app.timer_trigger(arg_name="timer", schedule="%MEMNET_SWEEP_SCHEDULE%", run_on_startup=False)
+def retention_sweep(timer: func.TimerRequest) -> None:
+    """The retention sweep (docs/retention.md): one bounded, resumable run per tick."""
+    handle_retention_sweep()
+
+
+# -- compaction and freshness (docs/compaction.md) -------------------------------------------
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-compact", connection="MEMNET_QUEUE")
+def compaction_worker(msg: func.QueueMessage) -> None:
+    """Compact one document that a write took over its targets."""
+    handle_compaction_job(msg.get_body().decode("utf-8"))
+
+
+@app.timer_trigger(arg_name="timer", schedule="%MEMNET_COMPACTION_SCHEDULE%", run_on_startup=False)
+def compaction_timer(timer: func.TimerRequest) -> None:
+    """Freshness and compaction of every document: one bounded, resumable run per tick."""
+    handle_compaction_timer()

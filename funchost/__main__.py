@@ -97,6 +97,8 @@ def _serve(args: argparse.Namespace) -> int:
     # Trigger paths name the container as %MEMNET_BLOB_CONTAINER% (an app setting on
     # Azure); here its default comes from the settings when the environment lacks it.
     os.environ.setdefault("MEMNET_BLOB_CONTAINER", services.settings.blob_container)
+    os.environ.setdefault("MEMNET_SWEEP_SCHEDULE", "0 17 * * * *")  # hourly at :17
+    os.environ.setdefault("MEMNET_COMPACTION_SCHEDULE", "0 5 3 * * *")  # daily at 03:05
     serve_forever(
         function_app.app,
         args.host,

@@ -24,14 +24,21 @@ from memnet.ports import (
     SearchIndex,
 )
 from memnet.services.audit import AuditLog
+from memnet.services.compaction import CompactionService, CompactionTrigger
 from memnet.services.context import ContextService
 from memnet.services.documents import DocumentService
 from memnet.services.events import EventService
+from memnet.services.forget import ForgetService
+from memnet.services.forget_conversation import ForgetConversation
+from memnet.services.forget_ledger import JobSettings
+from memnet.services.holds import LegalHolds
 from memnet.services.idempotency import IdempotencyStore
 from memnet.services.registry import ProfileRegistry, SchemaKey, load_registry
 from memnet.services.replay import ReplayService
 from memnet.services.replay_records import ReplayRecords
+from memnet.services.retention import RetentionService, retention_policy
 from memnet.services.snapshots import SnapshotService
+from memnet.services.tombstones import Tombstones
 from memnet.settings import Settings
 
 
@@ -49,6 +56,11 @@ class Services:
     index: SearchIndex
     snapshots: SnapshotService
     replay: ReplayService
+    holds: LegalHolds
+    forget: ForgetService
+    forget_conversation: ForgetConversation
+    retention: RetentionService
+    compaction: CompactionService
 
 
 def build(
@@ -74,7 +86,12 @@ def build(
         timedelta(seconds=settings.idempotency_ttl_seconds),
         timedelta(seconds=settings.idempotency_lease_seconds),
     )
-    documents = DocumentService(blobs, registry, audit, idempotency, clock)
+    tombstones = Tombstones(
+        blobs, clock, settings.forget_quiet_seconds, settings.forget_grace_seconds
+    )
+    queue = queue or message_queue(settings)
+    trigger = CompactionTrigger(queue)  # a write that crosses its targets queues a compaction
+    documents = DocumentService(blobs, registry, audit, idempotency, clock, tombstones, trigger)
     context = ContextService(
         blobs,
         registry,
@@ -84,11 +101,12 @@ def build(
         read_workers=settings.context_read_workers,
     )
     auth = authenticator or _authenticator(settings)
-    queue = queue or message_queue(settings)
     index = index or search_index(settings)
-    events = EventService(blobs, index, queue, idempotency, clock)
+    events = EventService(blobs, index, queue, idempotency, clock, tombstones=tombstones)
     records = ReplayRecords(blobs, clock)
-    snapshots = SnapshotService(blobs, keys or key_provider(settings), queue, records, registry)
+    snapshots = SnapshotService(
+        blobs, keys or key_provider(settings), queue, records, registry, tombstones
+    )
     replay = ReplayService(
         snapshots,
         records,
@@ -100,6 +118,17 @@ def build(
         clock,
         settings.replay_retry_base_seconds,
         settings.replay_retry_limit,
+    )
+    holds = LegalHolds(blobs, clock)
+    forget = ForgetService(
+        blobs,
+        index,
+        queue,
+        holds,
+        clock,
+        JobSettings(
+            settings.job_max_seconds, settings.sweep_page_size, settings.forget_grace_seconds
+        ),
     )
     return Services(
         settings,
@@ -114,6 +143,48 @@ def build(
         index,
         snapshots,
         replay,
+        holds,
+        forget,
+        ForgetConversation(forget, documents, registry, blobs, index, queue, holds, clock),
+        retention=_retention(settings, blobs, clock, index, audit, registry),
+        compaction=CompactionService(
+            documents,
+            events,
+            registry,
+            audit,
+            blobs,
+            index,
+            queue,
+            clock,
+            settings.sweep_page_size,
+            settings.job_max_seconds,
+        ),
+    )
+
+
+def _retention(
+    settings: Settings,
+    blobs: BlobStore,
+    clock: Clock,
+    index: SearchIndex,
+    audit: AuditLog,
+    registry: ProfileRegistry,
+) -> RetentionService:
+    """The sweep, its policy checked now: a bad retention file stops startup."""
+    policy = retention_policy(registry, settings.retention_file, settings.audit_floor_days)
+    idempotency = (
+        timedelta(seconds=settings.idempotency_ttl_seconds),
+        timedelta(seconds=settings.idempotency_lease_seconds),
+    )
+    return RetentionService(
+        blobs,
+        clock,
+        index,
+        audit,
+        policy,
+        idempotency,
+        settings.sweep_page_size,
+        settings.job_max_seconds,
     )
 
 

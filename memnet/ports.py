@@ -71,6 +71,23 @@ class Condition:
         return cls()
 
 
+@dataclass(frozen=True)
+class BlobInfo:
+    """One listed blob: its name and when it was last written (timezone-aware UTC)."""
+
+    name: str
+    last_modified: datetime
+
+
+@dataclass(frozen=True)
+class BlobPage:
+    """One page of a listing. ``continuation`` is opaque (the file store: the last name
+    returned; Azure: the service's marker); None when the listing is complete."""
+
+    items: tuple[BlobInfo, ...]
+    continuation: str | None
+
+
 class BlobStore(Protocol):
     """Blob semantics (ARCHITECTURE.md: per-blob conditional writes, prefix listing,
     no multi-blob transactions). Names are ``/``-separated, relative to one container."""
@@ -98,6 +115,13 @@ class BlobStore(Protocol):
 
     def list_names(self, prefix: str) -> Iterator[str]:
         """Yield the names of all blobs starting with ``prefix``, in lexical order."""
+        ...
+
+    def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
+        """At most ``limit`` blobs starting with ``prefix``, in lexical order, resuming
+        after the page whose ``continuation`` is given (None: from the start). A long
+        job lists a page, persists the continuation, and can resume in another process;
+        memory is bounded by ``limit``, never by the number of blobs."""
         ...
 
     def describe(self) -> str:

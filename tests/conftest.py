@@ -14,7 +14,9 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
+from memnet.services.compaction import COMPACT_QUEUE
 from memnet.services.event_index import INDEX_QUEUE
+from memnet.services.forget_ledger import FORGET_QUEUE
 from memnet.services.replay_writes import REPLAY_QUEUE
 from memnet.settings import Settings
 from tests.azurite import azurite, azurite_queue
@@ -22,6 +24,7 @@ from tests.clients import ApiClient, DirectClient, HttpClient
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT_KEY, ADMIN_KEY = "dev-agent-key", "dev-admin-key"
+PRIVACY_KEY = "dev-privacy-key"  # the forget role only
 
 __all__ = ["azurite", "azurite_queue"]
 
@@ -56,7 +59,7 @@ def empty_index_queues(connection_string: str) -> None:
     from azure.core.exceptions import ResourceNotFoundError
     from azure.storage.queue import QueueClient
 
-    for base in (INDEX_QUEUE, REPLAY_QUEUE):
+    for base in (INDEX_QUEUE, REPLAY_QUEUE, FORGET_QUEUE, COMPACT_QUEUE):
         for name in (base, base + "-poison"):
             client = QueueClient.from_connection_string(connection_string, name)
             with contextlib.suppress(ResourceNotFoundError):

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import logging
+from typing import Any
+
 from memnet import bootstrap
+
+logger = logging.getLogger(__name__)
 
 
 def handle_index_job(body: str) -> None:
@@ -30,3 +36,49 @@ def handle_replay_poison(body: str) -> None:
     """A replay message that failed every delivery (``memnet-replay-poison``): record it
     (:meth:`memnet.services.replay.ReplayService.gave_up`)."""
     bootstrap.services().replay.gave_up(body)
+
+
+def handle_forget_job(body: str) -> None:
+    """One ``memnet-forget`` message: an invocation of a forget-user or forget-conversation
+    job (:mod:`memnet.services.forget`); it queues itself again until the job is done."""
+    services = bootstrap.services()
+    message = json.loads(body)
+    if message.get("kind") == "forget_conversation":
+        services.forget_conversation.run(message)
+    else:
+        services.forget.run(message)
+
+
+def handle_forget_poison(body: str) -> None:
+    """A forget message that failed every delivery: the job is queued again later (a
+    forget must finish; the failure is logged each time)."""
+    services = bootstrap.services()
+    message = json.loads(body)
+    if message.get("kind") == "forget_conversation":
+        services.forget_conversation.gave_up(message)
+    else:
+        services.forget.gave_up(message)
+
+
+def handle_retention_sweep() -> dict[str, Any]:
+    """The retention timer: one bounded run of the sweep, resuming its pass
+    (:meth:`memnet.services.retention.RetentionService.sweep`); returns its report."""
+    report = bootstrap.services().retention.sweep().as_json()
+    logger.info("retention sweep: %s", json.dumps(report, sort_keys=True))
+    return report
+
+
+def handle_compaction_job(body: str) -> dict[str, Any]:
+    """One ``memnet-compact`` message: freshness and compaction of one document
+    (:meth:`memnet.services.compaction.CompactionService.handle_job`)."""
+    status = bootstrap.services().compaction.handle_job(body)
+    logger.info("compaction: %s", json.dumps(status, sort_keys=True))
+    return status
+
+
+def handle_compaction_timer() -> dict[str, Any]:
+    """The compaction timer: one bounded, resumable scan over every document
+    (:meth:`memnet.services.compaction.CompactionService.run_timer`)."""
+    report = bootstrap.services().compaction.run_timer()
+    logger.info("compaction scan: %s", json.dumps(report, sort_keys=True))
+    return report

@@ -44,3 +44,4 @@ class WriteCommand:
     content: dict[str, Any] | None = None
     rebase: bool = False  # a stale If-Match is moved to the latest version when ops commute
     origin: dict[str, Any] | None = None  # who produced the ops (a replay, its extractor)
+    reason_codes: list[str] | None = None  # a job's finer reasons, kept in the audit record

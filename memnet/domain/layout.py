@@ -59,6 +59,16 @@ def receipt_name(tenant_id: str, receipt_id: str) -> str:
     return f"{governance_prefix(tenant_id)}receipts/{receipt_id}.json"
 
 
+def receipt_manifest_name(tenant_id: str, receipt_id: str, seq: int) -> str:
+    """One manifest blob of a receipt: the sha256 of each name one batch deleted."""
+    return f"{governance_prefix(tenant_id)}receipts/{receipt_id}/manifest/{seq:06d}.json"
+
+
+def forget_conversation_job_name(tenant_id: str, user_id: str, conversation_id: str) -> str:
+    """A forget-conversation job's state (not a tombstone: the user may keep writing)."""
+    return f"{governance_prefix(tenant_id)}forget/{user_id}/conversations/{conversation_id}.json"
+
+
 def governance_log_name(tenant_id: str, entry_id: str) -> str:
     """One governance log entry (holds set and cleared, forgets asked and done)."""
     return f"{governance_prefix(tenant_id)}log/{entry_id}.json"

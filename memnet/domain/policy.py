@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from memnet.domain import pointers, proposals
+from memnet.domain import freshness, pointers, proposals
 from memnet.domain.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
 from memnet.domain.patching import Op
 from memnet.domain.pointers import Segments
@@ -53,8 +53,32 @@ class Planned:
     violations: list[Violation] = field(default_factory=list)
 
 
-def plan_ops(profile: Profile, binding: Binding, ops: list[Op], intent: WriteIntent) -> Planned:
-    """Check ``ops`` against the profile and return what may be applied."""
+def plan_ops(
+    profile: Profile,
+    binding: Binding,
+    ops: list[Op],
+    intent: WriteIntent,
+    content: Any = None,
+) -> Planned:
+    """Check ``ops`` against the profile and return what may be applied; given the
+    current ``content``, a write that re-verifies a fact the freshness job downgraded
+    also removes that proposal (:func:`memnet.domain.freshness.restore_ops`)."""
+    planned = _checked(profile, binding, ops, intent)
+    if content is not None and not planned.violations:
+        planned.ops += _restores(profile, binding, content, planned.ops)
+    return planned
+
+
+def _restores(profile: Profile, binding: Binding, content: Any, ops: list[Op]) -> list[Op]:
+    rules = profile.freshness
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    sections = rules.sections.get(binding.binding_id) if rules else None
+    if rules is None or pending is None or not sections or not isinstance(content, dict):
+        return []
+    return freshness.restore_ops(content, sections, pending, rules, ops)
+
+
+def _checked(profile: Profile, binding: Binding, ops: list[Op], intent: WriteIntent) -> Planned:
     planned = Planned()
     if not binding.writable or not profile.writable_paths.get(binding.binding_id):
         message = f"binding {binding.binding_id!r} cannot be patched (admin PUT only)."

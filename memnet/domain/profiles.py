@@ -12,10 +12,14 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memnet.domain import pointers
 from memnet.domain.pointers import Segments
+
+if TYPE_CHECKING:  # imported when a profile is built: they use the envelope, which uses us
+    from memnet.domain.compaction import CompactionRules
+    from memnet.domain.freshness import FreshnessRules
 
 DEFAULT_MAX_OPS = 50
 DEFAULT_MAX_STATEMENTS = 20
@@ -140,6 +144,8 @@ class Profile:
     raw: Mapping[str, Any]
     context: ContextRules = ContextRules()
     replay: ReplayRules = ReplayRules()
+    compaction: Mapping[str, CompactionRules] = field(default_factory=dict)
+    freshness: FreshnessRules | None = None
 
     def binding(self, binding_id: str) -> Binding | None:
         return next((b for b in self.bindings if b.binding_id == binding_id), None)
@@ -155,6 +161,8 @@ class Profile:
 
 def build_profile(raw: Mapping[str, Any]) -> Profile:
     """Build a :class:`Profile` from an already meta-schema-valid mapping."""
+    from memnet.domain import compaction
+
     return Profile(
         profile_id=raw["profile_id"],
         bindings=tuple(_build_binding(b) for b in raw["document_bindings"]),
@@ -165,7 +173,32 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
         raw=raw,
         context=_build_context(raw.get("context_rules", {})),
         replay=_build_replay(raw.get("replay_rules", {})),
+        compaction={
+            b: compaction.parse_rules(r) for b, r in raw.get("compaction_rules", {}).items()
+        },
+        freshness=_build_freshness(raw),
     )
+
+
+def _build_freshness(raw: Mapping[str, Any]) -> FreshnessRules | None:
+    from memnet.domain import freshness
+
+    rules = raw.get("freshness_rules")
+    return None if rules is None else freshness.parse_rules(rules)
+
+
+def freshness_problem(raw: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(field, problem)`` when ``freshness_rules`` cannot work, for the loader's
+    :class:`~memnet.domain.errors.ConfigError`: each binding it names needs a pending
+    section (where stale facts go), and a freshness section is not that section."""
+    pending = raw.get("confidence_rules", {}).get("pending_sections", {})
+    for binding_id, sections in raw.get("freshness_rules", {}).get("sections", {}).items():
+        where = f"/freshness_rules/sections/{binding_id}"
+        if binding_id not in pending:
+            return where, "names a binding without confidence_rules.pending_sections"
+        if pending[binding_id] in sections:
+            return where, "lists the binding's pending section"
+    return None
 
 
 def _build_binding(raw: Mapping[str, Any]) -> Binding:

@@ -7,7 +7,8 @@ the document's ``change_id``; a record off that chain (a crash or a lost race be
 the two writes) is an orphan: never shown as history, removed by
 :meth:`memnet.services.documents.DocumentService.sweep_orphans`. ``post_etag`` is
 derived: the next record's ``pre_etag``, or the document's current ETag for the newest
-record.
+record. Retention removes records older than its rule, after raising the user's audit
+horizon past them; a chain then ends at the horizon (docs/retention.md).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memnet.domain.envelope import ENVELOPE_FIELDS, canonical
-from memnet.domain.layout import DocumentRef, audit_name, user_prefix
+from memnet.domain.layout import DocumentRef, audit_horizon_name, audit_name, user_prefix
 from memnet.domain.patching import apply_ops, parse_ops
+from memnet.domain.timestamps import format_millis, parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore, Condition, PreconditionFailed
+
+_HORIZON_ATTEMPTS = 8
 
 
 def new_change_id(now: datetime) -> str:
@@ -98,14 +102,57 @@ class AuditLog:
             self._blobs.delete(ref.audit_name(change_id))
 
     def chain(self, ref: DocumentRef, head: str | None) -> Iterator[dict[str, Any]]:
-        """Committed records of one document, newest first, from the ``head`` change id."""
+        """Committed records of one document, newest first, from the ``head`` change id.
+
+        The chain ends quietly at a missing record minted at or before the user's audit
+        horizon (retention removed it and everything older); a missing record newer
+        than the horizon is a broken chain (:class:`LookupError`)."""
         change_id = head
         while change_id is not None:
             record = self.read(ref.tenant_id, ref.user_id, change_id)
             if record is None:
+                if self._before_horizon(ref, change_id):
+                    return
                 raise LookupError(f"audit chain broken at {change_id}")
             yield record
             change_id = record.get("prev_change_id")
+
+    def horizon(self, tenant_id: str, user_id: str) -> datetime | None:
+        """The user's audit horizon: records minted at or before it may have been removed
+        by retention (``audit_horizon.json``); None when none ever was."""
+        try:
+            blob = self._blobs.read(audit_horizon_name(tenant_id, user_id))
+        except BlobNotFound:
+            return None
+        return parse_timestamp(json.loads(blob.data)["horizon"], "horizon")
+
+    def raise_horizon(self, tenant_id: str, user_id: str, moment: datetime) -> None:
+        """Move the horizon to ``moment`` unless it is already later (ETag-conditional
+        read-modify-write, so two sweeps never move it back). Retention calls this
+        before it deletes any record minted up to ``moment``."""
+        name = audit_horizon_name(tenant_id, user_id)
+        data = json.dumps({"horizon": format_millis(moment)}).encode()
+        for _ in range(_HORIZON_ATTEMPTS):
+            try:
+                current = self._blobs.read(name)
+            except BlobNotFound:
+                current = None
+            if current is not None and self._stored(current.data) >= moment:
+                return
+            condition = Condition.match(current.etag) if current else Condition.create_only()
+            try:
+                self._blobs.write(name, data, condition)
+                return
+            except PreconditionFailed:
+                continue
+        raise PreconditionFailed(name)
+
+    def _stored(self, data: bytes) -> datetime:
+        return parse_timestamp(json.loads(data)["horizon"], "horizon")
+
+    def _before_horizon(self, ref: DocumentRef, change_id: str) -> bool:
+        horizon = self.horizon(ref.tenant_id, ref.user_id)
+        return horizon is not None and change_time(change_id) <= horizon
 
     def since(self, ref: DocumentRef, head: str | None, base: str | None) -> list[dict[str, Any]]:
         """Committed records after ``base`` (exclusive), newest first."""

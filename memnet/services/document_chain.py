@@ -45,6 +45,9 @@ class DocumentChain:
         entries = self._audit.history(ref, head, etag, limit + 1)
         page: dict[str, Any] = {"etag": current.etag, "changes": entries[:limit]}
         page["next_before"] = entries[limit - 1]["change_id"] if len(entries) > limit else None
+        oldest = entries[-1].get("prev_change_id") if entries else head
+        if page["next_before"] is None and oldest is not None:
+            page["truncated"] = True  # older changes were removed by retention
         return page
 
     def _cursor(self, ref: DocumentRef, before: str) -> tuple[str | None, str | None]:
@@ -133,6 +136,8 @@ class DocumentChain:
         if len(later) == 1:
             return write_response(own, current.etag, current.document)
         history = list(self._audit.chain(ref, head))  # rare: rebuild the state back then
+        if history[-1].get("prev_change_id") is not None:  # retention removed the start
+            return _without_document(write_response(own, later[-2]["pre_etag"], {}))
         document = fold(list(reversed(history[len(later) - 1 :]))) or {}
         return write_response(own, later[-2]["pre_etag"], document)
 
@@ -167,3 +172,10 @@ def write_response(
     if unchanged:
         body["unchanged"] = True
     return {"created": record["operation"] == "create", "body": body}
+
+
+def _without_document(response: Response) -> Response:
+    """A landed change whose document cannot be rebuilt any more (its earlier history
+    is past the audit horizon): the response says so instead of showing a wrong one."""
+    body = {**response["body"], "document": None, "history_truncated": True}
+    return {**response, "body": body}

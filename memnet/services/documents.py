@@ -8,9 +8,11 @@ document (If-Match / create-only, storing the change id), complete the key. See
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -38,6 +40,7 @@ from memnet.services.audit import AuditLog, apply_change, ops_sha256
 from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
 from memnet.services.registry import ProfileRegistry
+from memnet.services.tombstones import Tombstones
 
 
 class DocumentService:
@@ -48,9 +51,13 @@ class DocumentService:
         audit: AuditLog,
         idempotency: IdempotencyStore,
         clock: Clock,
+        tombstones: Tombstones | None = None,
+        after_commit: AfterCommit | None = None,
     ) -> None:
         self._blobs, self._registry, self._audit = blobs, registry, audit
+        self._after_commit = after_commit  # e.g. queue a compaction; never fails the write
         self._idempotency, self._clock = idempotency, clock
+        self._tombstones = tombstones  # None only for a service built alone in a test
         self._chain = DocumentChain(blobs, audit, clock)
         self._turns = [threading.Lock() for _ in range(64)]
 
@@ -108,6 +115,7 @@ class DocumentService:
 
     def patch(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "write")
+        self._check_tombstone(cmd.ref)
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
         return self._idempotent(
             caller, cmd, lambda t: self._patch(caller, cmd, profile, binding, t)
@@ -115,10 +123,16 @@ class DocumentService:
 
     def replace(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "admin")
+        self._check_tombstone(cmd.ref)
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
         return self._idempotent(
             caller, cmd, lambda t: self._replace(caller, cmd, profile, binding, t)
         )
+
+    def _check_tombstone(self, ref: DocumentRef) -> None:
+        """409 while the user is being (or was just) forgotten (spec 17)."""
+        if self._tombstones is not None:
+            self._tombstones.check(ref.tenant_id, ref.user_id)
 
     def _idempotent(
         self, caller: Caller, cmd: WriteCommand, execute: Callable[[Ticket], Response]
@@ -204,7 +218,8 @@ class DocumentService:
     ) -> Response:
         current = self._chain.checked_current(cmd, binding)
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence)
-        planned = plan_ops(profile, binding, cmd.ops, intent)
+        content = current.document.get("content") if current else None
+        planned = plan_ops(profile, binding, cmd.ops, intent, content)
         raise_if_any(planned.violations)
         base = None if current else self._base(binding, None, dict(binding.initial_content))
         record = self._record(
@@ -220,6 +235,8 @@ class DocumentService:
         record["redirected_ops"] = planned.redirected
         if cmd.origin is not None:
             record["origin"] = cmd.origin
+        if cmd.reason_codes is not None:
+            record["reason_codes"] = cmd.reason_codes
         if current is not None and current.etag != cmd.precondition.if_match:
             record["rebased_from"] = cmd.precondition.if_match
         elif current is not None and cmd.precondition.create:
@@ -312,7 +329,17 @@ class DocumentService:
             return self._lost_race(ref, record, exc)
         except StorageError as exc:
             raise OutcomeUnknown(exc) from exc
+        self._committed(Committed(ref, profile, binding, before, document))
         return write_response(record, etag, document)
+
+    def _committed(self, change: Committed) -> None:
+        """Tell the hook; its failure is logged, never the write's (it has landed)."""
+        if self._after_commit is None:
+            return
+        try:
+            self._after_commit(change)
+        except Exception:
+            log.warning("after-commit hook failed for %s", change.ref.blob_name, exc_info=True)
 
     def _lost_race(self, ref: DocumentRef, record: dict[str, Any], exc: Exception) -> Response:
         """A failed conditional write: usually another writer won; but when a response was
@@ -339,6 +366,21 @@ class DocumentService:
 
 
 REBASE_ATTEMPTS = 8
+log = logging.getLogger("memnet.services.documents")
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A write that landed: the document before (None: created) and after."""
+
+    ref: DocumentRef
+    profile: Profile
+    binding: Binding
+    before: dict[str, Any] | None
+    after: dict[str, Any]
+
+
+AfterCommit = Callable[[Committed], None]
 TURN_WAIT_SECONDS = 2.0
 
 

@@ -41,6 +41,7 @@ from memnet.services.event_index import (
     load_event,
 )
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket
+from memnet.services.tombstones import Tombstones
 
 log = logging.getLogger("memnet.services.events")
 
@@ -54,8 +55,10 @@ class EventService:
         idempotency: IdempotencyStore,
         clock: Clock,
         queue_name: str = INDEX_QUEUE,
+        tombstones: Tombstones | None = None,
     ):
         self._blobs, self._index = blobs, index
+        self._tombstones = tombstones  # None only for a service built alone in a test
         self._idempotency, self._clock = idempotency, clock
         self._jobs = IndexJobs(blobs, index, queue, queue_name)
 
@@ -71,6 +74,8 @@ class EventService:
         fingerprint: str,
     ) -> Response:
         caller.require(tenant_id, "write")
+        if self._tombstones is not None:  # 409 while the user is being forgotten
+            self._tombstones.check(tenant_id, user_id)
         draft = parse_event(body, tenant_id, user_id, caller.caller_id)
         caller.require_service(draft["service_id"])
         explicit = "event_id" in body

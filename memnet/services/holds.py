@@ -34,7 +34,16 @@ class Held:
     hold: dict[str, Any]
 
     def as_json(self) -> dict[str, Any]:
-        return {"reason": "legal_hold", "scope": self.scope, **self.hold}
+        """What a receipt or a sweep report says was kept: ``reason`` is always
+        ``legal_hold``; the hold's own reason is ``hold_reason``."""
+        return {
+            "reason": "legal_hold",
+            "scope": self.scope,
+            "hold_id": self.hold.get("hold_id"),
+            "hold_reason": self.hold.get("reason"),
+            "set_by": self.hold.get("set_by"),
+            "set_at": self.hold.get("set_at"),
+        }
 
 
 class LegalHolds:

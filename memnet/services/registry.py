@@ -33,6 +33,7 @@ from memnet.domain.profiles import (
     StatementRule,
     build_profile,
     fill_value,
+    freshness_problem,
     statement_fields,
     template_problem,
 )
@@ -157,6 +158,12 @@ def _check_references(raw: Mapping[str, Any], schemas: Mapping[SchemaKey, Any], 
     confidence = raw.get("confidence_rules", {})
     for rules in ("durable_sections", "pending_sections"):
         _check_binding_keys(confidence.get(rules, {}), ids, f"/confidence_rules/{rules}", src)
+    _check_binding_keys(
+        raw.get("freshness_rules", {}).get("sections", {}), ids, "/freshness_rules/sections", src
+    )
+    problem = freshness_problem(raw)
+    if problem is not None:
+        raise ConfigError(src, *problem)
     _check_routing(raw, src)
     _check_statement_rules(raw, src)
 

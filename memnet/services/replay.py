@@ -117,6 +117,11 @@ class ReplayService:
             raise ValueError("replay message names no valid snapshot")
         if message.get("kind") == "retry":
             return self.review.retry(ref, int(message["patch_index"]), int(message["attempt"]))
+        if self._records.load(ref) is None and not self._snapshots.exists(ref):
+            # Forgotten or expired before its message arrived: a record now would recreate
+            # data under the user's prefix behind a forget or a sweep.
+            log.info("replay message for a snapshot that is gone: %s", ref.replay_id)
+            return None
         return self.run(ref)
 
     def gave_up(self, body: str) -> Record | None:
@@ -167,6 +172,7 @@ class ReplayService:
     # -- one run -------------------------------------------------------------------
 
     def run(self, ref: SnapshotRef) -> Record:
+        self._snapshots.check_tombstone(ref)  # a forget runs: nothing may be written
         record = self._records.load(ref)
         if record is None:  # a message with no record (written by hand, or a lost one)
             self._records.create(ref, source="queue")

@@ -35,6 +35,7 @@ from memnet.services.registry import ProfileRegistry
 from memnet.services.replay_records import Record, ReplayRecords
 from memnet.services.replay_writes import REPLAY_QUEUE
 from memnet.services.sealing import SealedBlobError, open_sealed, seal
+from memnet.services.tombstones import Tombstones
 
 
 class SnapshotService:
@@ -45,13 +46,16 @@ class SnapshotService:
         queue: MessageQueue,
         records: ReplayRecords,
         registry: ProfileRegistry,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self._blobs, self._keys, self._queue = blobs, keys, queue
         self._records, self._registry = records, registry
+        self._tombstones = tombstones  # None only for a service built alone in a test
 
     def upload(self, caller: Caller, ref: SnapshotRef, body: Any) -> tuple[bool, Record]:
         """Store the transcript and start its replay; ``(created, replay record)``."""
         caller.require(ref.tenant_id, "write")
+        self.check_tombstone(ref)
         transcript = parse_transcript(body)
         profile = self._registry.for_caller(caller, transcript.profile_id)
         if transcript.service_id is not None:
@@ -116,6 +120,7 @@ class SnapshotService:
         """Create the replay record and queue the replay, once per snapshot. The record
         says whether its message was sent; one still ``queued`` without that (the send
         failed, or the process died before it) is sent again by the next start."""
+        self.check_tombstone(ref)
         self._records.create(ref, source=source, uploaded_by=uploaded_by)
         record = self._records.load(ref)
         assert record is not None  # created now or before; records are not deleted here
@@ -123,6 +128,14 @@ class SnapshotService:
             self._queue.send(REPLAY_QUEUE, json.dumps({"kind": "replay", **ref.as_json()}))
             record = self._records.update(ref, lambda r: r.update(enqueued=True))
         return record
+
+    def exists(self, ref: SnapshotRef) -> bool:
+        return any(name == ref.blob_name for name in self._blobs.list_names(ref.blob_name))
+
+    def check_tombstone(self, ref: SnapshotRef) -> None:
+        """409 while the snapshot's user is being (or was just) forgotten (spec 17)."""
+        if self._tombstones is not None:
+            self._tombstones.check(ref.tenant_id, ref.user_id)
 
     def start_from_blob(self, name: str) -> Record | None:
         """The blob trigger's entry: start the replay of the snapshot blob ``name``

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,85 @@ def test_describe_names_the_store_without_secrets(blob_store: BlobStore) -> None
     assert description
     assert "AccountKey" not in description
     assert "Eby8" not in description
+
+
+# --- paged listing (list_page), for every adapter -----------------------------------------
+
+
+def all_pages(store: BlobStore, prefix: str, limit: int) -> list[list[str]]:
+    """Every page of a listing, following continuations until there are none."""
+    pages, continuation = [], None
+    while True:
+        page = store.list_page(prefix, continuation, limit)
+        pages.append([info.name for info in page.items])
+        continuation = page.continuation
+        if continuation is None:
+            return pages
+
+
+PAGED = ["t/a/1", "t/a/2", "t/a/b/1", "t/ab", "t/b/x/y/z", "t/c", "u/1"]
+
+
+def test_list_page_walks_every_blob_once_in_lexical_order(blob_store: BlobStore) -> None:
+    for name in reversed(PAGED):
+        blob_store.write(name, b"x", Condition.create_only())
+    pages = all_pages(blob_store, "t/", 2)
+    assert [name for page in pages for name in page] == sorted(PAGED[:-1])
+    assert all(len(page) <= 2 for page in pages)
+    assert [len(page) for page in pages[:3]] == [2, 2, 2]
+
+
+def test_list_page_of_one_item_per_page_resumes_strictly_after_the_last(
+    blob_store: BlobStore,
+) -> None:
+    for name in PAGED:
+        blob_store.write(name, b"x", Condition.create_only())
+    pages = all_pages(blob_store, "", 1)
+    assert [name for page in pages for name in page] == sorted(PAGED)
+
+
+def test_list_page_gives_a_recent_timezone_aware_last_modified(blob_store: BlobStore) -> None:
+    before = datetime.now(UTC) - timedelta(minutes=5)
+    blob_store.write("t/a/1", b"x", Condition.create_only())
+    (info,) = blob_store.list_page("t/", None, 10).items
+    assert info.name == "t/a/1"
+    assert info.last_modified.tzinfo is not None
+    assert before <= info.last_modified <= datetime.now(UTC) + timedelta(minutes=5)
+
+
+def test_list_page_honours_a_partial_segment_prefix(blob_store: BlobStore) -> None:
+    for name in PAGED:
+        blob_store.write(name, b"x", Condition.create_only())
+    assert all_pages(blob_store, "t/a", 10) == [["t/a/1", "t/a/2", "t/a/b/1", "t/ab"]]
+
+
+def test_list_page_of_an_empty_prefix_is_one_empty_final_page(blob_store: BlobStore) -> None:
+    page = blob_store.list_page("nothing/", None, 5)
+    assert (page.items, page.continuation) == ((), None)
+
+
+def test_list_page_continues_past_blobs_deleted_since_the_last_page(
+    blob_store: BlobStore,
+) -> None:
+    for name in PAGED:
+        blob_store.write(name, b"x", Condition.create_only())
+    first = blob_store.list_page("t/", None, 2)
+    for info in first.items:
+        blob_store.delete(info.name)
+    blob_store.delete("t/a/b/1")
+    rest = all_pages_from(blob_store, "t/", first.continuation, 2)
+    assert rest == ["t/ab", "t/b/x/y/z", "t/c"]
+
+
+def all_pages_from(
+    store: BlobStore, prefix: str, continuation: str | None, limit: int
+) -> list[str]:
+    names: list[str] = []
+    while continuation is not None:
+        page = store.list_page(prefix, continuation, limit)
+        names.extend(info.name for info in page.items)
+        continuation = page.continuation
+    return names
 
 
 # --- the file store ------------------------------------------------------------------------

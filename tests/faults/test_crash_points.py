@@ -20,7 +20,7 @@ import pytest
 from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.bootstrap import Services
-from memnet.ports import Blob, Condition, Extractor, StorageUnavailable
+from memnet.ports import Blob, BlobPage, BlobStore, Condition, Extractor, StorageUnavailable
 from memnet.services.audit import fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
@@ -34,9 +34,10 @@ class SimulatedCrash(BaseException):
 
 
 class CrashingBlobStore:
-    """A real file store that dies just before its ``crash_before``-th write or delete."""
+    """A real store that dies just before its ``crash_before``-th write or delete (0:
+    never)."""
 
-    def __init__(self, inner: FileBlobStore, crash_before: int) -> None:
+    def __init__(self, inner: BlobStore, crash_before: int = 0) -> None:
         self.inner, self.crash_before, self.mutations = inner, crash_before, 0
 
     def _tick(self) -> None:
@@ -60,6 +61,9 @@ class CrashingBlobStore:
 
     def list_names(self, prefix: str) -> Iterator[str]:
         return self.inner.list_names(prefix)
+
+    def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
+        return self.inner.list_page(prefix, continuation, limit)
 
     def describe(self) -> str:
         return "crashing " + self.inner.describe()

@@ -31,7 +31,9 @@ from azure.storage.blob import ContainerClient
 from memnet.adapters.azure.errors import error_code, is_unavailable
 from memnet.ports import (
     Blob,
+    BlobInfo,
     BlobNotFound,
+    BlobPage,
     Condition,
     PreconditionFailed,
     StorageError,
@@ -143,6 +145,21 @@ class AzureBlobStore:
         """Yield the names starting with ``prefix``; Azure lists in lexical order."""
         with map_azure_errors(prefix):
             yield from self._container.list_blob_names(name_starts_with=prefix or None)
+
+    def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
+        """One service page (``maxresults`` = ``limit``), resuming at the service's
+        marker; ``last_modified`` is the blob's Last-Modified property."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        with map_azure_errors(prefix):
+            pages = self._container.list_blobs(
+                name_starts_with=prefix or None, results_per_page=limit
+            ).by_page(continuation_token=continuation)
+            page = next(pages, None)
+            items = tuple(BlobInfo(b.name, b.last_modified) for b in page or ())
+        # by_page() is typed as a plain iterator; it is a PageIterator carrying the marker.
+        token = getattr(pages, "continuation_token", None) if page is not None else None
+        return BlobPage(items, str(token) if token else None)
 
     @property
     def _container(self) -> ContainerClient:

@@ -31,11 +31,21 @@ import re
 import zlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 
 from memnet.adapters.local import durable
 from memnet.adapters.local.etags import EtagKeeper, keeper_for, new_etag
-from memnet.ports import Blob, BlobNotFound, Condition, PreconditionFailed, StorageUnavailable
+from memnet.ports import (
+    Blob,
+    BlobInfo,
+    BlobNotFound,
+    BlobPage,
+    Condition,
+    PreconditionFailed,
+    StorageUnavailable,
+)
 
 LOCK_STRIPES = 1024
 _CONTAINER = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
@@ -130,6 +140,32 @@ class FileBlobStore:
         with _storage_errors(prefix):
             yield from _walk(os.path.join(self._content, directory), base, leaf)
 
+    def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
+        """Up to ``limit`` blobs after the name ``continuation`` (the last name of the
+        previous page), with the file's mtime as ``last_modified``. Resuming skips whole
+        directories that sort before the continuation, so a page costs the directories
+        on its path, not the blobs before it. A blob deleted between the walk and its
+        ``stat`` is left out."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        directory, _, leaf = prefix.rpartition("/")
+        if "/" in prefix:
+            _check_name(directory)
+        base = f"{directory}/" if directory else ""
+        root = os.path.join(self._content, directory)
+        with _storage_errors(prefix):
+            names = list(islice(_walk(root, base, leaf, continuation), limit))
+            items = tuple(info for info in map(self._info, names) if info is not None)
+        more = len(names) == limit
+        return BlobPage(items, names[-1] if more else None)
+
+    def _info(self, name: str) -> BlobInfo | None:
+        try:
+            mtime = os.stat(os.path.join(self._content, name)).st_mtime
+        except FileNotFoundError:
+            return None
+        return BlobInfo(name, datetime.fromtimestamp(mtime, UTC))
+
     def _path(self, name: str) -> str:
         _check_name(name)
         return os.path.join(self._content, name)
@@ -189,16 +225,21 @@ def _stripe(key: str) -> int:
     return zlib.crc32(key.encode("utf-8")) % LOCK_STRIPES
 
 
-def _walk(directory: str, base: str, leaf: str) -> Iterator[str]:
+def _walk(directory: str, base: str, leaf: str, after: str | None = None) -> Iterator[str]:
     """Yield ``base + relative name`` of every blob under ``directory`` whose first
-    segment starts with ``leaf``, in lexical order of the full name."""
+    segment starts with ``leaf``, in lexical order of the full name; only names after
+    ``after`` when it is given (a subtree wholly before it is not entered)."""
     for entry_name, is_dir in _sorted_entries(directory):
         if not entry_name.startswith(leaf):
             continue
+        full = base + entry_name
         if is_dir:
-            yield from _walk(os.path.join(directory, entry_name), f"{base}{entry_name}/", "")
-        else:
-            yield base + entry_name
+            subtree = full + "/"
+            if after is not None and subtree < after and not after.startswith(subtree):
+                continue
+            yield from _walk(os.path.join(directory, entry_name), subtree, "", after)
+        elif after is None or full > after:
+            yield full
 
 
 def _sorted_entries(directory: str) -> list[tuple[str, bool]]:

@@ -1,0 +1,126 @@
+"""HTTP handlers for forgetting (spec 17; docs/forgetting.md): forget a user, forget one
+conversation, their status and receipts, and the admin routes of legal holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memnet import bootstrap
+from memnet.api import parsing
+from memnet.api.endpoint import endpoint
+from memnet.api.http import ApiRequest, ApiResponse
+from memnet.domain.errors import BadRequest
+from memnet.domain.identifiers import check_identifier
+from memnet.services.holds import HOLD_KINDS
+
+HOLD_FIELDS = frozenset({"reason", "kinds"})
+MAX_HOLD_REASON = 500
+
+
+def _ids(request: ApiRequest, *kinds: str) -> list[str]:
+    return [check_identifier(k, request.route_params.get(k, "")) for k in kinds]
+
+
+@endpoint
+def forget_user(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = services.authenticator.authenticate(request.headers)
+    tenant_id, user_id = _ids(request, "tenant_id", "user_id")
+    return ApiResponse.json(202, services.forget.request(caller, tenant_id, user_id))
+
+
+@endpoint
+def forget_status(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = services.authenticator.authenticate(request.headers)
+    tenant_id, user_id = _ids(request, "tenant_id", "user_id")
+    return ApiResponse.json(200, services.forget.status(caller, tenant_id, user_id))
+
+
+@endpoint
+def forget_conversation(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = services.authenticator.authenticate(request.headers)
+    ids = _ids(request, "tenant_id", "user_id", "conversation_id")
+    return ApiResponse.json(202, services.forget_conversation.request(caller, *ids))
+
+
+@endpoint
+def forget_conversation_status(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = services.authenticator.authenticate(request.headers)
+    ids = _ids(request, "tenant_id", "user_id", "conversation_id")
+    return ApiResponse.json(200, services.forget_conversation.status(caller, *ids))
+
+
+@endpoint
+def get_receipt(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = services.authenticator.authenticate(request.headers)
+    tenant_id, receipt_id = _ids(request, "tenant_id", "receipt_id")
+    return ApiResponse.json(200, services.forget.receipt(caller, tenant_id, receipt_id))
+
+
+# -- legal holds (admin) -------------------------------------------------------------------
+
+
+@endpoint
+def set_hold(request: ApiRequest, request_id: str) -> ApiResponse:
+    """PUT a hold on the tenant, or on one user when the route names one."""
+    services = bootstrap.services()
+    caller = services.authenticator.authenticate(request.headers)
+    tenant_id, user_id = _hold_scope(request)
+    caller.require(tenant_id, "admin")
+    body = parse_hold(parsing.json_body(request, services.settings.max_body_bytes, HOLD_FIELDS))
+    return ApiResponse.json(200, services.holds.set(tenant_id, user_id, body, caller.caller_id))
+
+
+@endpoint
+def clear_hold(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = services.authenticator.authenticate(request.headers)
+    tenant_id, user_id = _hold_scope(request)
+    caller.require(tenant_id, "admin")
+    return ApiResponse.json(200, services.holds.clear(tenant_id, user_id, caller.caller_id))
+
+
+@endpoint
+def list_holds(request: ApiRequest, request_id: str) -> ApiResponse:
+    services = bootstrap.services()
+    caller = services.authenticator.authenticate(request.headers)
+    (tenant_id,) = _ids(request, "tenant_id")
+    caller.require(tenant_id, "admin")
+    return ApiResponse.json(200, services.holds.policy(tenant_id))
+
+
+def _hold_scope(request: ApiRequest) -> tuple[str, str | None]:
+    (tenant_id,) = _ids(request, "tenant_id")
+    if "user_id" not in request.route_params:
+        return tenant_id, None
+    return tenant_id, _ids(request, "user_id")[0]
+
+
+def parse_hold(body: dict[str, Any]) -> dict[str, Any]:
+    """``{"reason": 1-500 chars, "kinds": optional non-empty subset of HOLD_KINDS}``."""
+    reason = body.get("reason")
+    if not isinstance(reason, str) or not 0 < len(reason.strip()) <= MAX_HOLD_REASON:
+        raise BadRequest(
+            f"reason must be a string of 1-{MAX_HOLD_REASON} characters.",
+            code="INVALID_FIELD",
+            field="reason",
+        )
+    kinds = body.get("kinds")
+    if kinds is None:
+        return {"reason": reason}
+    if (
+        not isinstance(kinds, list)
+        or not kinds
+        or not all(isinstance(k, str) and k in HOLD_KINDS for k in kinds)
+        or len(set(kinds)) != len(kinds)
+    ):
+        raise BadRequest(
+            f"kinds must be a non-empty list of distinct kinds from {list(HOLD_KINDS)}.",
+            code="INVALID_FIELD",
+            field="kinds",
+        )
+    return {"reason": reason, "kinds": kinds}

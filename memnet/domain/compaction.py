@@ -1,0 +1,420 @@
+"""Compaction planning (spec 15; issue 11): what to merge and trim so that a document is
+within its binding's ``compaction_rules`` targets. Pure: the same content, rules and
+``now`` give the same plan.
+
+Per section (a content pointer naming an array) the rules give a target number of
+items and what "low value" means (an ordered list of ``unverified``,
+``lowest_confidence``, ``oldest``); per binding an optional target size. The plan first
+merges redundant items (exact duplicates as canonical JSON, normalised duplicates of the
+text fields, near duplicates at or above the section's threshold by
+:func:`similarity`), then trims the lowest-value items until every target is met.
+Items of a durable section whose confidence reaches the durable threshold are never
+trimmed; of duplicates, one copy (the protected one) is always kept. The result is JSON
+Patch ops on ``/content/...``: a ``replace`` per kept item whose evidence was merged,
+then ``remove``s by descending index; or, when that would exceed the profile's ops per
+patch, one ``replace`` of each changed section.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+from memnet.domain import pointers
+from memnet.domain.envelope import CONTENT, canonical, char_count
+from memnet.domain.pointers import Segments
+
+LOW_VALUE = ("unverified", "lowest_confidence", "oldest")
+_PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class SectionRules:
+    """How one array section is compacted (docs/compaction.md)."""
+
+    pointer: Segments
+    max_items: int | None = None
+    low_value: tuple[str, ...] = LOW_VALUE
+    time_field: str | None = None
+    confidence_field: str = "confidence"
+    verified_field: str | None = None
+    evidence_field: str = "evidence"
+    text_fields: tuple[str, ...] = ()
+    near_duplicate_threshold: float | None = None
+    move_to_events: bool = True
+
+
+@dataclass(frozen=True)
+class CompactionRules:
+    """One binding's targets: its sections, and a size for the whole document."""
+
+    sections: tuple[SectionRules, ...] = ()
+    max_chars: int | None = None
+
+
+@dataclass(frozen=True)
+class Protection:
+    """Which items are durable facts that compaction may never drop."""
+
+    durable_sections: tuple[Segments, ...] = ()
+    min_durable: float = 0.0
+
+
+@dataclass(frozen=True)
+class Removed:
+    path: str  # where the item was, in the version the plan was made from
+    item: Any
+    reason: str  # trim | merge_duplicate | merge_near_duplicate
+    to_event: bool
+
+
+@dataclass
+class Plan:
+    ops: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[Removed] = field(default_factory=list)
+    reason_codes: list[str] = field(default_factory=list)
+    within_targets: bool = True
+    why_not: list[str] = field(default_factory=list)
+
+
+def parse_rules(raw: Mapping[str, Any]) -> CompactionRules:
+    """One binding's ``compaction_rules``: ``max_<section>`` (the spec's form) and the
+    richer ``sections``; a section named both ways takes ``max_items`` from ``sections``
+    when it has one."""
+    rich = {pointers.parse(p): body for p, body in raw.get("sections", {}).items()}
+    legacy: dict[Segments, int] = {
+        (key.removeprefix("max_"),): n
+        for key, n in raw.items()
+        if key.startswith("max_") and key != "max_chars"
+    }
+    order = list(rich) + [p for p in legacy if p not in rich]
+    sections = tuple(_section(p, rich.get(p, {}), legacy.get(p)) for p in order)
+    return CompactionRules(sections, raw.get("max_chars"))
+
+
+def _section(pointer: Segments, body: Mapping[str, Any], legacy: int | None) -> SectionRules:
+    return SectionRules(
+        pointer=pointer,
+        max_items=body.get("max_items", legacy),
+        low_value=tuple(body.get("low_value", LOW_VALUE)),
+        time_field=body.get("time_field"),
+        confidence_field=body.get("confidence_field", "confidence"),
+        verified_field=body.get("verified_field"),
+        evidence_field=body.get("evidence_field", "evidence"),
+        text_fields=tuple(body.get("text_fields", ())),
+        near_duplicate_threshold=body.get("near_duplicate_threshold"),
+        move_to_events=body.get("move_to_events", True),
+    )
+
+
+# -- text comparison -------------------------------------------------------------------
+
+
+@lru_cache(maxsize=4096)  # a section's texts are compared pairwise: each is reused n times
+def normalised(text: str) -> str:
+    """NFKC, case folded, punctuation stripped, whitespace collapsed."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(_PUNCTUATION.sub(" ", folded).split())
+
+
+def text_of(item: Any, text_fields: tuple[str, ...]) -> str | None:
+    """The item's text: a string item itself, else its ``text_fields`` joined; None when
+    it has none (it then merges only as an exact duplicate)."""
+    if isinstance(item, str):
+        return item
+    if not isinstance(item, dict):
+        return None
+    parts = [item[f] for f in text_fields if isinstance(item.get(f), str)]
+    return " ".join(parts) if parts else None
+
+
+def similarity(a: str, b: str) -> float:
+    """Jaccard similarity of the sets of words of the normalised texts: shared words over
+    all words. 1.0 for equal word sets; 0.0 when either is empty."""
+    left, right = _words(a), _words(b)
+    if not left or not right:
+        return 0.0
+    return len(left & right) / len(left | right)
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    return frozenset(normalised(text).split())
+
+
+# -- the plan --------------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    index: int
+    item: Any
+    protected: bool
+
+    @cached_property
+    def exact(self) -> bytes:
+        return canonical(self.item)
+
+
+def plan(
+    content: Mapping[str, Any],
+    rules: CompactionRules,
+    protection: Protection,
+    envelope_chars: int = 0,
+    max_ops: int | None = None,
+) -> Plan:
+    """Merge, then trim, until the targets hold; ``envelope_chars`` is what the document
+    adds around ``content`` (``max_chars`` counts the whole document)."""
+    result = Plan()
+    kept: dict[Segments, list[_Entry]] = {}
+    for section in rules.sections:
+        entries = _entries(content, section, protection)
+        if entries is None:
+            continue
+        kept[section.pointer] = _merge(entries, section, result)
+    _trim_counts(rules, kept, result)
+    _trim_chars(content, rules, kept, result, envelope_chars)
+    result.ops = _ops(content, kept, max_ops)
+    result.reason_codes = sorted(
+        {r.reason for r in result.removed} | ({"move_to_events"} if moved(result) else set())
+    )
+    return result
+
+
+def moved(result: Plan) -> list[Removed]:
+    """The removed items that go to the event digest."""
+    return [r for r in result.removed if r.to_event]
+
+
+def _entries(
+    content: Mapping[str, Any], section: SectionRules, protection: Protection
+) -> list[_Entry] | None:
+    try:
+        items = pointers.resolve(content, section.pointer)
+    except KeyError:
+        return None
+    if not isinstance(items, list):
+        return None
+    durable = any(pointers.is_within(section.pointer, d) for d in protection.durable_sections)
+    return [
+        _Entry(i, item, durable and _confidence(item, section) >= protection.min_durable)
+        for i, item in enumerate(items)
+    ]
+
+
+def _confidence(item: Any, section: SectionRules) -> float:
+    value = item.get(section.confidence_field) if isinstance(item, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _field(item: Any, name: str | None) -> str:
+    value = item.get(name) if isinstance(item, dict) and name else None
+    return value if isinstance(value, str) else ""
+
+
+def _worth(entry: _Entry, section: SectionRules) -> tuple[Any, ...]:
+    """Higher is kept among duplicates: protected, most recently verified, most
+    confident, newest, then the earliest position."""
+    item = entry.item
+    return (
+        entry.protected,
+        _field(item, section.verified_field),
+        _confidence(item, section),
+        _field(item, section.time_field),
+        -entry.index,
+    )
+
+
+def _merge(entries: list[_Entry], section: SectionRules, result: Plan) -> list[_Entry]:
+    """Group duplicates (each item joins the first group whose first member it
+    duplicates) and keep the most worthy member of each group, its evidence merged with
+    the others'. A protected item is never removed as a near duplicate: near is not the
+    same fact."""
+    groups: list[list[_Entry]] = []
+    for entry in entries:
+        group = next((g for g in groups if _duplicate_kind(g[0], entry, section)), None)
+        if group is None:
+            groups.append([entry])
+        else:
+            group.append(entry)
+    kept = []
+    for members in groups:
+        best = max(members, key=lambda e: _worth(e, section))
+        kept += _kept(best, members, section, result)
+    return sorted(kept, key=lambda e: e.index)
+
+
+def _kept(best: _Entry, members: list[_Entry], section: SectionRules, out: Plan) -> list[_Entry]:
+    stays, gone = [best], []
+    for member in members:
+        if member is best:
+            continue
+        kind = _duplicate_kind(best, member, section) or "merge_near_duplicate"
+        if kind == "merge_near_duplicate" and member.protected:
+            stays.append(member)
+            continue
+        gone.append(member)
+        to_event = kind == "merge_near_duplicate" and section.move_to_events
+        out.removed.append(_removed(section, member, kind, to_event))
+    evidence = _merged_evidence(best, gone, section)
+    if evidence is not None:
+        merged = {**best.item, section.evidence_field: evidence}
+        stays[0] = _Entry(best.index, merged, best.protected)
+    return stays
+
+
+def _duplicate_kind(first: _Entry, other: _Entry, section: SectionRules) -> str | None:
+    if first.exact == other.exact:
+        return "merge_duplicate"
+    a, b = text_of(first.item, section.text_fields), text_of(other.item, section.text_fields)
+    if a is None or b is None:
+        return None
+    if normalised(a) == normalised(b):
+        return "merge_duplicate"
+    threshold = section.near_duplicate_threshold
+    if threshold is not None and similarity(a, b) >= threshold:
+        return "merge_near_duplicate"
+    return None
+
+
+def _merged_evidence(best: _Entry, others: list[_Entry], section: SectionRules) -> Any:
+    """The kept item's evidence with the list members of the others' evidence added to
+    its own lists (``message_ids``, say); None when nothing is added. Other members
+    stay the kept item's: they are single values the schema cannot hold two of."""
+    name = section.evidence_field
+    mine = best.item.get(name) if isinstance(best.item, dict) else None
+    if not isinstance(mine, dict):
+        return None
+    merged = {k: list(v) if isinstance(v, list) else v for k, v in mine.items()}
+    for other in others:
+        theirs = other.item.get(name) if isinstance(other.item, dict) else None
+        for key, values in theirs.items() if isinstance(theirs, dict) else ():
+            if isinstance(values, list) and isinstance(merged.get(key), list):
+                merged[key] += [v for v in values if v not in merged[key]]
+    return None if merged == mine else merged
+
+
+def _removed(section: SectionRules, entry: _Entry, reason: str, to_event: bool) -> Removed:
+    path = pointers.render((CONTENT, *section.pointer, str(entry.index)))
+    return Removed(path, entry.item, reason, to_event)
+
+
+# -- trimming --------------------------------------------------------------------------
+
+
+def _low_value_key(entry: _Entry, section: SectionRules) -> tuple[Any, ...]:
+    """Lower is trimmed first, by the section's ``low_value`` order, then position."""
+    item, key = entry.item, list[Any]()
+    for criterion in section.low_value:
+        if criterion == "unverified":
+            key.append(1 if _field(item, section.verified_field) else 0)
+        elif criterion == "lowest_confidence":
+            key.append(_confidence(item, section))
+        else:  # oldest: a missing time counts as oldest
+            key.append(_field(item, section.time_field or section.verified_field))
+    return (*key, entry.index)
+
+
+def _trim_one(section: SectionRules, entries: list[_Entry], result: Plan) -> bool:
+    """Remove the lowest-value unprotected entry; False when every entry is protected."""
+    open_ = [e for e in entries if not e.protected]
+    if not open_:
+        return False
+    victim = min(open_, key=lambda e: _low_value_key(e, section))
+    entries.remove(victim)
+    result.removed.append(_removed(section, victim, "trim", section.move_to_events))
+    return True
+
+
+def _trim_counts(rules: CompactionRules, kept: dict[Segments, list[_Entry]], out: Plan) -> None:
+    for section in rules.sections:
+        entries = kept.get(section.pointer)
+        if entries is None or section.max_items is None:
+            continue
+        while len(entries) > section.max_items:
+            if not _trim_one(section, entries, out):
+                out.within_targets = False
+                out.why_not.append(
+                    f"{pointers.render(section.pointer)}: {len(entries)} items, over its "
+                    f"max_items {section.max_items}, are all protected durable facts"
+                )
+                break
+
+
+def _trim_chars(
+    content: Mapping[str, Any],
+    rules: CompactionRules,
+    kept: dict[Segments, list[_Entry]],
+    out: Plan,
+    envelope_chars: int,
+) -> None:
+    """Trim round-robin over the sections (each its own lowest-value item) until the
+    document is within ``max_chars``."""
+    target = rules.max_chars
+    if target is None:
+        return
+    while envelope_chars + char_count(_rebuilt(content, kept)) > target:
+        trimmed = [_trim_one(s, kept[s.pointer], out) for s in rules.sections if s.pointer in kept]
+        if not any(trimmed):
+            size = envelope_chars + char_count(_rebuilt(content, kept))
+            out.within_targets = False
+            out.why_not.append(
+                f"{size} chars, over max_chars {target}, with nothing left that may be trimmed"
+            )
+            return
+
+
+def _rebuilt(content: Mapping[str, Any], kept: dict[Segments, list[_Entry]]) -> Any:
+    rebuilt: Any = {**content}
+    for pointer, entries in kept.items():
+        rebuilt = _with(rebuilt, pointer, [e.item for e in entries])
+    return rebuilt
+
+
+def _with(node: Any, pointer: Segments, value: Any) -> Any:
+    if not pointer:
+        return value
+    head, rest = pointer[0], pointer[1:]
+    if isinstance(node, list):
+        copy = list(node)
+        copy[int(head)] = _with(node[int(head)], rest, value)
+        return copy
+    return {**node, head: _with(node[head], rest, value)}
+
+
+# -- ops -------------------------------------------------------------------------------
+
+
+def _ops(
+    content: Mapping[str, Any], kept: dict[Segments, list[_Entry]], max_ops: int | None
+) -> list[dict[str, Any]]:
+    """Granular ops (replaces of edited items, then removes by descending index), or
+    one ``replace`` per changed section when they would exceed ``max_ops``."""
+    granular: list[dict[str, Any]] = []
+    whole: list[dict[str, Any]] = []
+    for pointer, entries in kept.items():
+        original = pointers.resolve(content, pointer)
+        section_ops = _section_ops(pointer, original, entries)
+        granular += section_ops
+        if section_ops:
+            path = pointers.render((CONTENT, *pointer))
+            whole.append({"op": "replace", "path": path, "value": [e.item for e in entries]})
+    return whole if max_ops is not None and len(granular) > max_ops else granular
+
+
+def _section_ops(pointer: Segments, original: list[Any], entries: list[_Entry]) -> list[Any]:
+    def at(index: int) -> str:
+        return pointers.render((CONTENT, *pointer, str(index)))
+
+    edits = [
+        {"op": "replace", "path": at(e.index), "value": e.item}
+        for e in entries
+        if canonical(e.item) != canonical(original[e.index])
+    ]
+    still = {e.index for e in entries}
+    gone = [i for i in range(len(original) - 1, -1, -1) if i not in still]
+    return edits + [{"op": "remove", "path": at(i)} for i in gone]

@@ -1,0 +1,233 @@
+"""Forget one conversation (issue 11, beyond spec 17): its snapshots, replay records and
+events (with their index entries) are deleted, and what was learned from it is retracted
+from every document of the user (:mod:`memnet.domain.retraction`).
+
+A queued job like forget-user (same queue, ``kind`` in the message; state under the
+tenant's governance prefix, not a tombstone: the user keeps writing). Phases in order:
+``snapshots``, ``replays``, ``events`` (each event blob is read once: deleted when its
+``snapshot_uri`` or evidence points at the conversation; a cursor remembers how far the
+scan got), ``documents`` (each changed document is one audited write through
+:meth:`~memnet.services.documents.DocumentService.patch` as ``memnet-forget``, reason
+``forget_conversation``, If-Match and an idempotency key derived from the job and the
+document's change id; the write is recorded in the state first, so a rerun re-issues
+the identical request, which the key answers), then the receipt. Held kinds are kept.
+Earlier audit records still hold what was learned until retention or a forget of the
+user removes them (docs/forgetting.md).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+from memnet.domain.callers import Caller
+from memnet.domain.errors import Conflict, NotFound
+from memnet.domain.layout import forget_conversation_job_name, user_prefix
+from memnet.domain.retraction import points_at
+from memnet.ports import BlobNotFound, BlobStore, Clock, MessageQueue, SearchIndex
+from memnet.services.documents import DocumentService
+from memnet.services.forget import RETRY_AFTER_POISON, ForgetService
+from memnet.services.forget_ledger import FORGET_CALLER, Job, Superseded, new_token
+from memnet.services.forget_receipts import accepted, build_receipt, public_view, require_any
+from memnet.services.forget_retraction import DocumentRetraction, names_after
+from memnet.services.holds import LegalHolds
+from memnet.services.registry import ProfileRegistry
+from memnet.services.tombstones import DONE
+
+PHASES = ("snapshots", "replays", "events", "documents", "finishing")
+TOMBSTONED = ("FORGET_IN_PROGRESS", "USER_RECENTLY_FORGOTTEN")
+_WRITE_ATTEMPTS = 8
+
+
+class ForgetConversation:
+    def __init__(
+        self,
+        forget: ForgetService,
+        documents: DocumentService,
+        registry: ProfileRegistry,
+        blobs: BlobStore,
+        index: SearchIndex,
+        queue: MessageQueue,
+        holds: LegalHolds,
+        clock: Clock,
+    ) -> None:
+        self._forget, self._documents, self._registry = forget, documents, registry
+        self._blobs, self._index, self._queue = blobs, index, queue
+        self._holds, self._clock = holds, clock
+        self._jobs, self._ledger = forget.jobs, forget.ledger
+        self._retraction = DocumentRetraction(documents, registry, blobs, forget.jobs)
+
+    def request(self, caller: Caller, t: str, u: str, c: str) -> dict[str, Any]:
+        caller.require(t, "forget")
+        name = forget_conversation_job_name(t, u, c)
+        for _ in range(_WRITE_ATTEMPTS):
+            job = self._jobs.load(name)
+            if job is not None and job.state["status"] not in (DONE, "cancelled"):
+                if self._forget.stalled(job.state):
+                    self._send(job.state)
+                return self._accepted(job.state)
+            token = secrets.token_hex(12)
+            state: dict[str, Any] = {
+                "kind": "forget_conversation",
+                "forget_id": f"fgc_{token}",
+                "receipt_id": f"rcpt_{token}",
+                "tenant_id": t,
+                "user_id": u,
+                "conversation_id": c,
+                "requested_by": caller.caller_id,
+                "started_at": self._jobs.now(),
+                "completed_at": None,
+                "status": "running",
+                "phase": PHASES[0],
+                "run": new_token(),
+                "deleted": {},
+                "late": 0,
+                "seq": 0,
+                "pending": None,
+                "kept": {},
+                "events_after": "",
+                "documents_after": "",
+                "pending_write": None,
+                "retracted": [],
+                "verification": None,
+            }
+            try:
+                created = self._jobs.save(Job(name, state, job.etag if job else None))
+            except Superseded:
+                continue
+            self._holds.log(
+                t,
+                "forget_conversation_requested",
+                caller.caller_id,
+                user_id=u,
+                conversation_id=c,
+                forget_id=state["forget_id"],
+            )
+            self._send(created.state)
+            return self._accepted(created.state)
+        raise Conflict("The forget job is busy; retry.", code="FORGET_BUSY", retry_after=1)
+
+    def status(self, caller: Caller, t: str, u: str, c: str) -> dict[str, Any]:
+        require_any(caller, t, ("forget", "admin"))
+        job = self._jobs.load(forget_conversation_job_name(t, u, c))
+        if job is None:
+            raise NotFound("No forget job for this conversation.", code="FORGET_NOT_FOUND")
+        return {**public_view(job.state), "conversation_id": c, "retracted": job.state["retracted"]}
+
+    def _accepted(self, state: dict[str, Any]) -> dict[str, Any]:
+        body = accepted(state)
+        body["status_url"] += f"/conversations/{state['conversation_id']}"
+        return body
+
+    def _send(self, state: dict[str, Any], delay: int = 0) -> None:
+        keys = ("kind", "tenant_id", "user_id", "conversation_id", "forget_id", "run")
+        body = json.dumps({k: state[k] for k in keys})
+        self._queue.send("memnet-forget", body, delay_seconds=delay)
+
+    # -- the worker -----------------------------------------------------------------
+
+    def run(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        ids = (message["tenant_id"], message["user_id"], message["conversation_id"])
+        job = self._jobs.load(forget_conversation_job_name(*ids))
+        if job is None or job.state["forget_id"] != message["forget_id"]:
+            return None
+        if job.state["status"] != "running" or job.state["run"] != message["run"]:
+            return None
+        deadline = time.monotonic() + self._forget.settings.job_max_seconds
+        try:
+            return self._work(job, deadline).state
+        except Superseded:
+            return None
+        except Conflict as refused:
+            if refused.code not in TOMBSTONED:
+                raise  # (an idempotency key still in progress, say): the queue retries
+            job = self._jobs.load(job.name) or job  # the user's forget removes it all
+            job.state.update(status="cancelled", error={"code": refused.code})
+            return self._jobs.save(job).state
+
+    def gave_up(self, message: dict[str, Any]) -> None:
+        """The message failed every delivery: queue the job again in five minutes."""
+        ids = (message["tenant_id"], message["user_id"], message["conversation_id"])
+        job = self._jobs.load(forget_conversation_job_name(*ids))
+        if job is not None and job.state["status"] == "running":
+            job.state["run"] = new_token()
+            self._send(self._jobs.save(job).state, RETRY_AFTER_POISON)
+
+    def _work(self, job: Job, deadline: float) -> Job:
+        state = job.state
+        held = self._holds.held(state["tenant_id"], state["user_id"])
+        state["kept"] = {kind: h.as_json() for kind, h in sorted(held.items())}
+        job = self._ledger.finish_pending(job)
+        while job.state["phase"] != "finishing":
+            phase = job.state["phase"]
+            if phase not in held:
+                job, finished = self._phase(job, phase, deadline)
+                if not finished:
+                    return self._again(job)
+            job.state["phase"] = PHASES[PHASES.index(phase) + 1]
+            job = self._jobs.save(job)
+        return self._finish(job)
+
+    def _phase(self, job: Job, phase: str, deadline: float) -> tuple[Job, bool]:
+        if phase == "documents":
+            return self._retraction.run(job, deadline)
+        while batch := self._batch(job, phase):
+            job = self._ledger.delete_batch(job, phase, batch)
+            if time.monotonic() >= deadline:
+                return job, False
+        return job, True
+
+    def _batch(self, job: Job, phase: str) -> list[str]:
+        size = self._forget.settings.page_size
+        state = job.state
+        prefix = user_prefix(state["tenant_id"], state["user_id"])
+        if phase != "events":
+            names = self._blobs.list_names(f"{prefix}{phase}/{state['conversation_id']}/")
+            return [n for _, n in zip(range(size), names, strict=False)]
+        found: list[str] = []
+        names = names_after(self._blobs, prefix + "events/", state["events_after"])
+        for scanned, name in enumerate(names, 1):
+            state["events_after"] = name  # saved with the batch's record
+            if self._names_conversation(name, state):
+                found.append(name)
+            if len(found) >= size or scanned >= 20 * size:
+                break
+        return found
+
+    def _names_conversation(self, name: str, state: dict[str, Any]) -> bool:
+        try:
+            event = json.loads(self._blobs.read(name).data)
+        except (BlobNotFound, ValueError):
+            return False
+        matches = points_at(state["tenant_id"], state["user_id"], state["conversation_id"])
+        evidence = event.get("evidence")
+        pieces = evidence if isinstance(evidence, list) else [evidence]
+        if event.get("snapshot_uri") and matches({"snapshot_uri": event["snapshot_uri"]}):
+            return True
+        return any(isinstance(p, dict) and matches(p) for p in pieces)
+
+    def _finish(self, job: Job) -> Job:
+        state = job.state
+        state["completed_at"] = state["completed_at"] or self._jobs.now()
+        receipt = build_receipt(state)
+        receipt.update(conversation_id=state["conversation_id"], retracted=state["retracted"])
+        receipt.pop("verification", None)
+        self._forget.write_receipt(state, receipt)
+        self._holds.log(
+            state["tenant_id"],
+            "forget_conversation_completed",
+            FORGET_CALLER,
+            user_id=state["user_id"],
+            forget_id=state["forget_id"],
+            receipt_id=state["receipt_id"],
+        )
+        state["status"] = DONE
+        return self._jobs.save(job)
+
+    def _again(self, job: Job) -> Job:
+        job.state["run"] = new_token()
+        job = self._jobs.save(job)
+        self._send(job.state)
+        return job

@@ -1,0 +1,59 @@
+"""The forget tombstone (spec 17): writes for a user being forgotten are refused.
+
+A forget job's state blob (:func:`~memnet.domain.layout.forget_job_name`) is also its
+tombstone. From the moment the job is created until ``quiet_seconds`` after it
+completed, every write path of the user calls :meth:`Tombstones.check` first, so nothing
+is recreated behind the job: 409 ``FORGET_IN_PROGRESS`` while it runs, 409
+``USER_RECENTLY_FORGOTTEN`` in the quiet period after it, each with Retry-After. The
+check is one blob read (a miss, for every user never forgotten). A write that passed the
+check just before the job started and lands after the job listed the prefix is what the
+job's verification scan, ``forget_grace_seconds`` later, exists to catch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import timedelta
+
+from memnet.domain.errors import Conflict
+from memnet.domain.layout import forget_job_name
+from memnet.domain.timestamps import parse_timestamp
+from memnet.ports import BlobNotFound, BlobStore, Clock
+
+DONE = "done"
+
+
+class Tombstones:
+    def __init__(
+        self, blobs: BlobStore, clock: Clock, quiet_seconds: int, retry_seconds: int = 60
+    ) -> None:
+        self._blobs, self._clock = blobs, clock
+        self._quiet = timedelta(seconds=quiet_seconds)
+        self._retry = max(1, retry_seconds)
+
+    def check(self, tenant_id: str, user_id: str) -> None:
+        """Raise 409 if a forget of the user runs or completed less than the quiet
+        period ago; return otherwise (one blob read)."""
+        try:
+            blob = self._blobs.read(forget_job_name(tenant_id, user_id))
+        except BlobNotFound:
+            return
+        job = json.loads(blob.data)
+        if job.get("status") != DONE:
+            raise Conflict(
+                "This user is being forgotten; writes are refused until it completes.",
+                code="FORGET_IN_PROGRESS",
+                retry_after=self._retry,
+                forget_id=job.get("forget_id"),
+            )
+        completed = parse_timestamp(job["completed_at"], "completed_at")
+        left = self._quiet - (self._clock.now() - completed)
+        if left > timedelta(0):
+            raise Conflict(
+                "This user was forgotten recently; writes are refused for a quiet period.",
+                code="USER_RECENTLY_FORGOTTEN",
+                retry_after=max(1, math.ceil(left.total_seconds())),
+                forget_id=job.get("forget_id"),
+                quiet_until=(completed + self._quiet).isoformat().replace("+00:00", "Z"),
+            )

@@ -1,0 +1,184 @@
+"""A resumable, leased walk over every blob under a prefix, one page at a time (issue 11:
+sweeps that fit a function timeout, resume where they stopped, and are safe on two
+instances at once).
+
+The walk's place lives in ``sweep_state_name(job)``: the continuation of the next page,
+the pass it belongs to, and a lease (owner, lease_until). A run claims the lease with an
+ETag-conditional write; while another owner's lease is live, the run yields and does
+nothing. After each page the run saves its place (renewing the lease) under the same
+ETag, so an instance that lost the lease notices at its next save and stops. After the
+last page it records the pass as complete and the next run starts a new pass from the
+beginning. Work is bounded by ``max_seconds`` (at least one page is always done) and by
+the page size, so memory never grows with the number of blobs.
+
+A crash between visiting a page and saving the place repeats that page on the next run:
+``visit`` must be idempotent (deleting what is already gone is fine).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from memnet.domain.layout import sweep_state_name
+from memnet.domain.timestamps import format_millis, parse_timestamp
+from memnet.ports import BlobInfo, BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
+
+Visit = Callable[[list[BlobInfo]], None]
+LEASE_SLACK = timedelta(seconds=60)  # beyond max_seconds: one slow page may overrun
+
+
+@dataclass
+class WalkReport:
+    """What one run did: pages and blobs visited, where the walk stands, whether this
+    run finished a pass, and whether it yielded to another instance's live lease."""
+
+    pages: int = 0
+    visited: int = 0
+    continuation: str | None = None
+    pass_complete: bool = False
+    yielded: bool = False
+    passes_completed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pages": self.pages,
+            "visited": self.visited,
+            "continuation": self.continuation,
+            "pass_complete": self.pass_complete,
+            "yielded": self.yielded,
+            "passes_completed": self.passes_completed,
+        }
+
+
+class Walker:
+    def __init__(
+        self,
+        blobs: BlobStore,
+        clock: Clock,
+        job: str,
+        prefix: str = "tenants/",
+        page_size: int = 1000,
+    ) -> None:
+        self._blobs, self._clock, self._job = blobs, clock, job
+        self._prefix, self._page_size = prefix, page_size
+        self.owner = f"{job}-{secrets.token_hex(6)}"
+
+    def run(
+        self, visit: Visit, max_seconds: float, dry_run: bool = False, limit: int | None = None
+    ) -> WalkReport:
+        """Visit pages until the pass ends or ``max_seconds`` have passed. ``dry_run``
+        walks from the beginning in memory, up to ``limit`` blobs, and never touches the
+        persisted state (nor takes the lease)."""
+        if dry_run:
+            return self._dry_run(visit, max_seconds, limit)
+        claimed = self._claim(max_seconds)
+        if claimed is None:
+            return WalkReport(yielded=True)
+        state, etag = claimed
+        return self._walk(visit, max_seconds, state, etag)
+
+    def state(self) -> dict[str, Any] | None:
+        """The persisted state, if any (operators, tests)."""
+        found = self._read()
+        return found[0] if found else None
+
+    def _walk(
+        self, visit: Visit, max_seconds: float, state: dict[str, Any], etag: str
+    ) -> WalkReport:
+        report = WalkReport(passes_completed=state.get("passes_completed", 0))
+        deadline = time.monotonic() + max_seconds
+        while True:
+            page = self._blobs.list_page(self._prefix, state["continuation"], self._page_size)
+            visit(list(page.items))
+            report.pages, report.visited = report.pages + 1, report.visited + len(page.items)
+            state = self._advanced(state, page.continuation, max_seconds)
+            last = page.continuation is None or time.monotonic() >= deadline
+            if last:
+                state["lease_until"] = format_millis(self._clock.now())  # release
+            try:
+                etag = self._save(state, Condition.match(etag))
+            except (PreconditionFailed, BlobNotFound):
+                report.yielded = True  # our lease lapsed and another instance took over
+                return report
+            report.continuation = state["continuation"]
+            report.passes_completed = state["passes_completed"]
+            if page.continuation is None:
+                report.pass_complete = True
+            if last:
+                return report
+
+    def _advanced(
+        self, state: dict[str, Any], continuation: str | None, max_seconds: float
+    ) -> dict[str, Any]:
+        now = self._clock.now()
+        state = {**state, "continuation": continuation, "saved_at": format_millis(now)}
+        state["lease_until"] = format_millis(now + self._lease(max_seconds))
+        if continuation is None:
+            state["passes_completed"] = state.get("passes_completed", 0) + 1
+            state["last_pass_completed_at"] = format_millis(now)
+            state["pass_started_at"] = None
+        return state
+
+    def _dry_run(self, visit: Visit, max_seconds: float, limit: int | None) -> WalkReport:
+        report = WalkReport()
+        deadline = time.monotonic() + max_seconds
+        continuation: str | None = None
+        while True:
+            size = self._page_size if limit is None else min(self._page_size, limit)
+            page = self._blobs.list_page(self._prefix, continuation, max(size, 1))
+            items = list(page.items)[: None if limit is None else limit - report.visited]
+            visit(items)
+            report.pages, report.visited = report.pages + 1, report.visited + len(items)
+            continuation = page.continuation
+            report.continuation = continuation
+            report.pass_complete = continuation is None
+            full = limit is not None and report.visited >= limit
+            if continuation is None or full or time.monotonic() >= deadline:
+                return report
+
+    def _claim(self, max_seconds: float) -> tuple[dict[str, Any], str] | None:
+        """Take the lease (ETag-conditional); None when another owner's lease is live or
+        another instance claimed it first."""
+        now = self._clock.now()
+        found = self._read()
+        fresh: dict[str, Any] = {"continuation": None, "passes_completed": 0}
+        state = found[0] if found else fresh
+        if found and _live_lease_of_other(found[0], self.owner, now):
+            return None
+        state = {**state, "owner": self.owner}
+        state["lease_until"] = format_millis(now + self._lease(max_seconds))
+        if state.get("continuation") is None and not state.get("pass_started_at"):
+            state["pass_started_at"] = format_millis(now)
+        condition = Condition.match(found[1]) if found else Condition.create_only()
+        try:
+            return state, self._save(state, condition)
+        except (PreconditionFailed, BlobNotFound):
+            return None
+
+    def _lease(self, max_seconds: float) -> timedelta:
+        return timedelta(seconds=max_seconds) + LEASE_SLACK
+
+    def _read(self) -> tuple[dict[str, Any], str] | None:
+        try:
+            blob = self._blobs.read(sweep_state_name(self._job))
+        except BlobNotFound:
+            return None
+        return json.loads(blob.data), blob.etag
+
+    def _save(self, state: dict[str, Any], condition: Condition) -> str:
+        data = json.dumps(state, sort_keys=True).encode()
+        return self._blobs.write(sweep_state_name(self._job), data, condition)
+
+
+def _live_lease_of_other(state: dict[str, Any], owner: str, now: datetime) -> bool:
+    until = state.get("lease_until")
+    if not until or state.get("owner") in (None, owner):
+        return False
+    return parse_timestamp(until, "lease_until") > now

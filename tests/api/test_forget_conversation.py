@@ -1,0 +1,145 @@
+"""Forget one conversation, on both backends: its snapshots, replay records and events
+(with index entries) go, what was learned only from it is retracted from every document,
+what has other evidence keeps it without the pointer, other conversations are untouched,
+each changed document is one audited write (reason ``forget_conversation``), and the
+receipt lists what was retracted by path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memnet import bootstrap
+from memnet.bootstrap import Services
+from memnet.domain.layout import user_prefix
+from tests.api.forgetting import TRANSCRIPT, build, drain_forget, index_ids, names, snapshot_url
+from tests.api.test_documents import create
+from tests.api.test_events import event, post
+from tests.clients import ApiClient, DirectClient
+from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, doc_url
+
+USER = "/v1/tenants/t1/users/u1"
+URI = "blob://tenants/t1/users/u1/snapshots/{}/s1.json"
+C1 = {"snapshot_uri": URI.format("conv-1")}
+C2 = {"conversation_id": "conv-2"}
+NOW = "2026-11-24T10:00:00Z"
+PROJECT = doc_url("projects/alpha.json")
+
+
+@pytest.fixture(params=["local", "azurite"])
+def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
+    yield build(request, tmp_path / "data")
+    bootstrap.install(None)
+
+
+def fact(text: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    return {"fact": text, "confidence": 0.9, "evidence": evidence, "last_verified_at": NOW}
+
+
+def seed(agent: ApiClient) -> None:
+    facts = [fact("Likes tea", C1), fact("Lives in Porto", C2)]
+    ops = [{"op": "add", "path": "/content/durable_facts/-", "value": f} for f in facts]
+    reply = create(agent, doc_url(), ops, "facts", confidence=0.9, evidence={"message_ids": ["m"]})
+    assert reply.status == 201, reply.data
+    notes = [
+        {"note": "Both said so", "evidence": [C1, C2]},
+        {"note": "Only conv-1", "evidence": [C1]},
+        "A plain note",
+    ]
+    ops = [{"op": "add", "path": "/content/recent_notes/-", "value": n} for n in notes]
+    assert create(agent, PROJECT, ops, "notes").status == 201
+    posts = [
+        event(digest="From conv-1", snapshot_uri=URI.format("conv-1")),
+        event(digest="Named conv-1", evidence={"conversation_id": "conv-1"}),
+        event(digest="From conv-2", snapshot_uri=URI.format("conv-2")),
+    ]
+    for n, body in enumerate(posts):
+        assert post(agent, body, f"e{n}", USER).status == 201
+    for conversation in ("conv-1", "conv-2"):
+        url = snapshot_url("t1", "u1", conversation, "s1")
+        assert agent.request("PUT", url, TRANSCRIPT).status in (201, 202)
+
+
+def forget_conversation(client: ApiClient, services: Services, conversation: str) -> dict:
+    privacy = client.as_key(PRIVACY_KEY)
+    reply = privacy.request("DELETE", f"{USER}/conversations/{conversation}")
+    assert reply.status == 202, reply.data
+    drain_forget(services)
+    status = privacy.request("GET", reply.data["status_url"]).data
+    assert status["status"] == "done", status
+    return privacy.request("GET", status["receipt_url"]).data
+
+
+def test_forgetting_a_conversation_removes_it_and_retracts_what_it_taught(
+    client: ApiClient, services: Services
+):
+    agent = client.as_key(AGENT_KEY)
+    seed(agent)
+    receipt = forget_conversation(client, services, "conv-1")
+    left = names(services)
+    prefix = user_prefix("t1", "u1")
+    assert not [n for n in left if "/conv-1/" in n]
+    assert prefix + "snapshots/conv-2/s1.json" in left and prefix + "replays/conv-2/s1.json" in left
+    digests = [
+        agent.request("GET", f"{USER}/events/{e}").data["digest"] for e in index_ids(services)
+    ]
+    assert digests == ["From conv-2"]
+
+    facts = agent.request("GET", doc_url()).data["document"]["content"]["durable_facts"]
+    assert facts == [fact("Lives in Porto", C2)]
+    notes = agent.request("GET", PROJECT).data["document"]["content"]["recent_notes"]
+    assert notes == [{"note": "Both said so", "evidence": [C2]}, "A plain note"]
+
+    counts = {kind: v["count"] for kind, v in receipt["deleted"].items()}
+    assert counts == {"snapshots": 1, "replays": 1, "events": 2}
+    retracted = {(r["namespace"], r["path"]): r for r in receipt["retracted"]}
+    assert retracted[("user", "user_dynamic.json")]["removed"] == ["/content/durable_facts/0"]
+    project = retracted[("projects", "alpha.json")]
+    assert project["removed"] == ["/content/recent_notes/1"]
+    assert project["kept_without_pointer"] == ["/content/recent_notes/0"]
+    assert receipt["conversation_id"] == "conv-1" and "Likes tea" not in str(receipt)
+
+
+def test_each_changed_document_is_one_audited_write(services: Services):
+    agent = DirectClient(AGENT_KEY)
+    seed(agent)
+    forget_conversation(agent, services, "conv-1")
+    admin = DirectClient(ADMIN_KEY)
+    for url in (doc_url(), PROJECT):
+        changes = admin.request("GET", url + ":history").data["changes"]
+        assert [c["reason"] for c in changes] == ["forget_conversation", "live_update"]
+        assert changes[0]["actor"] == "memnet-forget"
+
+
+def test_the_user_keeps_writing_and_another_conversation_is_untouched(services: Services):
+    agent = DirectClient(AGENT_KEY)
+    seed(agent)
+    receipt = forget_conversation(agent, services, "conv-9")
+    assert receipt["deleted"] == {} and receipt["retracted"] == []
+    facts = agent.request("GET", doc_url()).data["document"]["content"]["durable_facts"]
+    assert len(facts) == 2 and len(index_ids(services)) == 3
+    assert post(agent, event(digest="Still here"), "after", USER).status == 201
+
+
+def test_only_the_forget_role_may_forget_a_conversation(services: Services):
+    url = f"{USER}/conversations/conv-1"
+    assert DirectClient(AGENT_KEY).request("DELETE", url).error_code == "ROLE_FORBIDDEN"
+    assert DirectClient(ADMIN_KEY).request("DELETE", url).status == 403
+    bad = DirectClient(PRIVACY_KEY).request("DELETE", f"{USER}/conversations/_x")
+    assert bad.status == 400 and bad.error_code == "INVALID_IDENTIFIER"
+    missing = DirectClient(ADMIN_KEY).request("GET", f"{USER}/forget/conversations/conv-1")
+    assert missing.error_code == "FORGET_NOT_FOUND"
+
+
+def test_a_held_kind_is_kept_by_a_conversation_forget(services: Services):
+    agent = DirectClient(AGENT_KEY)
+    seed(agent)
+    hold = {"reason": "Case 9", "kinds": ["documents", "snapshots"]}
+    assert DirectClient(ADMIN_KEY).request("PUT", "/v1/admin/tenants/t1/hold", hold).status == 200
+    receipt = forget_conversation(agent, services, "conv-1")
+    assert set(receipt["kept"]) == {"documents", "snapshots"} and receipt["retracted"] == []
+    assert user_prefix("t1", "u1") + "snapshots/conv-1/s1.json" in names(services)
+    assert "snapshots" not in receipt["deleted"] and receipt["deleted"]["events"]["count"] == 2

@@ -1,0 +1,196 @@
+"""The compaction planner (memnet.domain.compaction): trim order, durable protection,
+duplicates (exact, normalised, near at the threshold), ops that apply, targets."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jsonpatch
+import pytest
+
+from memnet.domain.compaction import (
+    CompactionRules,
+    Protection,
+    SectionRules,
+    parse_rules,
+    plan,
+    similarity,
+)
+from memnet.domain.envelope import char_count
+from memnet.domain.errors import ConfigError
+from memnet.domain.profiles import freshness_problem
+from memnet.services.registry import load_registry
+
+REPO = Path(__file__).resolve().parents[2]
+
+NOTES = ("notes",)
+FACTS = ("facts",)
+PROTECT = Protection(durable_sections=(FACTS,), min_durable=0.8)
+
+
+def notes_rules(**kw: Any) -> CompactionRules:
+    base = {"pointer": NOTES, "time_field": "at", "text_fields": ("note",)}
+    return CompactionRules((SectionRules(**{**base, **kw}),))
+
+
+def facts_rules(**kw: Any) -> CompactionRules:
+    base = {
+        "pointer": FACTS,
+        "verified_field": "verified",
+        "text_fields": ("fact",),
+        "low_value": ("unverified", "lowest_confidence", "oldest"),
+    }
+    return CompactionRules((SectionRules(**{**base, **kw}),))
+
+
+def note(text: str, day: int) -> dict[str, Any]:
+    return {"note": text, "at": f"2026-01-{day:02d}T00:00:00Z"}
+
+
+def fact(text: str, confidence: float, verified: str | None = None, **kw: Any) -> dict[str, Any]:
+    item: dict[str, Any] = {"fact": text, "confidence": confidence, **kw}
+    if verified:
+        item["verified"] = verified
+    return item
+
+
+def applied(content: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    document = {"content": copy.deepcopy(content)}
+    return jsonpatch.apply_patch(document, ops)["content"]  # type: ignore[no-any-return]
+
+
+def test_oldest_notes_are_trimmed_first_until_within_max_items():
+    content = {"notes": [note(f"n{d}", d) for d in (5, 1, 4, 2, 3)]}
+    result = plan(content, notes_rules(max_items=3, low_value=("oldest",)), Protection())
+    assert applied(content, result.ops)["notes"] == [note("n5", 5), note("n4", 4), note("n3", 3)]
+    assert result.reason_codes == ["move_to_events", "trim"]
+    assert result.within_targets and not result.why_not
+    assert {r.path for r in result.removed} == {"/content/notes/1", "/content/notes/3"}
+
+
+def test_low_value_order_is_the_profiles():
+    content = {
+        "facts": [
+            fact("a", 0.5, "2026-01-03T00:00:00Z"),
+            fact("b", 0.6),
+            fact("c", 0.4, "2026-01-01T00:00:00Z"),
+        ]
+    }
+    unverified_first = plan(content, facts_rules(max_items=2), Protection())
+    assert [r.item["fact"] for r in unverified_first.removed] == ["b"]
+    by_confidence = facts_rules(max_items=2, low_value=("lowest_confidence",))
+    assert [r.item["fact"] for r in plan(content, by_confidence, Protection()).removed] == ["c"]
+
+
+def test_durable_facts_at_the_threshold_are_never_trimmed():
+    content = {"facts": [fact(f"f{i}", 0.8 + i / 100) for i in range(4)] + [fact("low", 0.5)]}
+    result = plan(content, facts_rules(max_items=2), PROTECT)
+    assert [r.item["fact"] for r in result.removed] == ["low"]
+    assert not result.within_targets
+    assert result.why_not == [
+        "/facts: 4 items, over its max_items 2, are all protected durable facts"
+    ]
+
+
+def test_exact_and_normalised_duplicates_merge_keeping_the_best_with_evidence():
+    older = fact("Works in Oslo.", 0.9, "2026-01-01T00:00:00Z", evidence={"message_ids": ["m1"]})
+    newer = fact("works in  OSLO", 0.85, "2026-02-01T00:00:00Z", evidence={"message_ids": ["m2"]})
+    content = {"facts": [older, copy.deepcopy(older), newer]}
+    result = plan(content, facts_rules(), PROTECT)
+    kept = applied(content, result.ops)["facts"]
+    assert kept == [{**newer, "evidence": {"message_ids": ["m2", "m1"]}}]
+    assert {r.reason for r in result.removed} == {"merge_duplicate"}
+    assert result.reason_codes == ["merge_duplicate"]  # duplicates are not moved to events
+
+
+def test_near_duplicates_merge_at_the_threshold_and_not_below():
+    a, b = "the team ships the api on friday", "the team ships the api on monday"
+    score = similarity(a, b)
+    assert score == pytest.approx(5 / 7)
+    content = {"notes": [note(a, 1), note(b, 2)]}
+    at = plan(content, notes_rules(near_duplicate_threshold=score), Protection())
+    assert [r.reason for r in at.removed] == ["merge_near_duplicate"]
+    assert applied(content, at.ops)["notes"] == [note(b, 2)]
+    below = plan(content, notes_rules(near_duplicate_threshold=score + 1e-9), Protection())
+    assert below.removed == [] and below.ops == []
+
+
+def test_a_protected_fact_is_never_dropped_as_a_near_duplicate():
+    content = {"facts": [fact("likes green tea a lot", 0.9), fact("likes green tea a bit", 0.95)]}
+    result = plan(content, facts_rules(near_duplicate_threshold=0.5), PROTECT)
+    assert result.removed == [] and result.ops == []
+
+
+def test_max_chars_trims_until_the_document_fits():
+    content = {"notes": [note(f"{d} " + "x" * 100, d) for d in range(1, 11)]}
+    rules = CompactionRules(notes_rules().sections, max_chars=700)
+    result = plan(content, rules, Protection(), envelope_chars=50)
+    after = applied(content, result.ops)
+    assert 50 + char_count(after) <= 700 < 50 + char_count(content["notes"][4:])
+    assert after["notes"] == content["notes"][-len(after["notes"]) :]  # the newest stay
+    assert result.within_targets
+
+
+def test_ops_apply_cleanly_and_fall_back_to_section_replace_over_max_ops():
+    content = {"notes": [note(f"n{d}", d) for d in range(1, 21)]}
+    granular = plan(content, notes_rules(max_items=5), Protection())
+    assert [op["op"] for op in granular.ops] == ["remove"] * 15
+    whole = plan(content, notes_rules(max_items=5), Protection(), max_ops=10)
+    assert whole.ops == [
+        {"op": "replace", "path": "/content/notes", "value": content["notes"][15:]}
+    ]
+    assert applied(content, granular.ops) == applied(content, whole.ops)
+
+
+def test_plan_is_deterministic():
+    content = {"notes": [note(f"same {d % 3}", d) for d in range(1, 13)]}
+    rules = notes_rules(max_items=2, near_duplicate_threshold=0.5)
+    assert plan(content, rules, Protection()) == plan(content, rules, Protection())
+
+
+def test_string_items_and_missing_sections():
+    content = {"notes": ["A note.", "a note", "other"]}
+    result = plan(content, notes_rules(), Protection())
+    assert applied(content, result.ops) == {"notes": ["A note.", "other"]}
+    assert plan({}, notes_rules(max_items=1), Protection()).ops == []
+
+
+def test_rules_parse_both_forms():
+    rules = parse_rules(
+        {"max_notes": 3, "max_chars": 900, "sections": {"/facts": {"max_items": 2}}}
+    )
+    assert rules.max_chars == 900
+    assert [(s.pointer, s.max_items) for s in rules.sections] == [(FACTS, 2), (NOTES, 3)]
+
+
+def _profile_with(tmp_path: Path, edit: Any) -> Path:
+    shutil.copytree(REPO / "profiles", tmp_path / "profiles")
+    path = tmp_path / "profiles" / "project-copilot-v1.json"
+    raw = json.loads(path.read_text())
+    edit(raw)
+    path.write_text(json.dumps(raw))
+    return tmp_path / "profiles"
+
+
+def test_a_bad_low_value_order_stops_loading_naming_the_field(tmp_path: Path):
+    def edit(raw: dict[str, Any]) -> None:
+        section = raw["compaction_rules"]["project_doc"]["sections"]["/recent_notes"]
+        section["low_value"] = ["newest"]
+
+    with pytest.raises(ConfigError) as caught:
+        load_registry(_profile_with(tmp_path, edit))
+    assert caught.value.field == "/compaction_rules/project_doc/sections//recent_notes/low_value/0"
+
+
+def test_freshness_rules_need_a_pending_section():
+    raw = json.loads((REPO / "profiles" / "project-copilot-v1.json").read_text())
+    assert freshness_problem(raw) is None
+    raw["confidence_rules"]["pending_sections"] = {}
+    assert freshness_problem(raw) == (
+        "/freshness_rules/sections/user_dynamic",
+        "names a binding without confidence_rules.pending_sections",
+    )
