@@ -1,5 +1,9 @@
-"""``python -m memnet replay SNAPSHOT [--dry-run] [--extractor rules|openai|azure-openai]``:
-the core's operator command for one snapshot's replay, over the configured backends.
+"""``python -m memnet replay|sweep|compact|forget|hold ...``: the core's operator commands,
+over the configured backends. The governance commands (``sweep``, ``compact``,
+``forget``, ``hold``) are in :mod:`memnet.commands`.
+
+``python -m memnet replay SNAPSHOT [--dry-run] [--extractor rules|openai|azure-openai]``
+is one snapshot's replay.
 
 SNAPSHOT is ``tenant/user/conversation/snapshot`` or the snapshot's
 ``blob://tenants/.../snapshots/<conversation>/<snapshot>.json`` URI. ``--dry-run``
@@ -20,6 +24,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from memnet.commands import add_commands
 from memnet.domain.errors import ConfigError
 from memnet.domain.layout import SnapshotRef
 
@@ -32,7 +37,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay.add_argument("--dry-run", action="store_true", help="show, write nothing")
     replay.add_argument("--extractor", choices=("rules", "openai", "azure-openai"))
     replay.add_argument("--settings", default="local.settings.json", help="values file")
+    add_commands(commands)
     args = parser.parse_args(argv)
+    if args.command != "replay":
+        return _governance(args)
     ref = parse_snapshot(args.snapshot)
     if ref is None:
         print(f"not a snapshot: {args.snapshot!r}", file=sys.stderr)
@@ -76,6 +84,19 @@ def _replay(ref: SnapshotRef, args: argparse.Namespace) -> int:
         extractor = bootstrap.make_extractor(chosen)
     print(json.dumps(preview(services.replay, ref, extractor), indent=2, ensure_ascii=False))
     return 0
+
+
+def _governance(args: argparse.Namespace) -> int:
+    from memnet import bootstrap, commands
+    from memnet.settings import Settings
+
+    _load_settings(args.settings)
+    try:
+        services = bootstrap.build(Settings.from_env())
+    except ConfigError as error:
+        print(f"mem.net cannot start: {error}", file=sys.stderr)
+        return 2
+    return commands.run(services, args)
 
 
 def _load_settings(path: str) -> None:

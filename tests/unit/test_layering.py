@@ -146,7 +146,8 @@ def test_every_module_of_the_core_is_in_a_layer():
     top = {module_name(p) for p in ROOT.joinpath("memnet").glob("*.py")}
     assert top == {
         "memnet",
-        "memnet.__main__",  # ``python -m memnet replay``: the core's one command (root layer)
+        "memnet.__main__",  # ``python -m memnet``: the core's commands (root layer)
+        "memnet.commands",  # its governance commands: sweep, compact, forget, hold
         "memnet.bootstrap",
         "memnet.settings",
         "memnet.ports",

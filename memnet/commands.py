@@ -1,0 +1,203 @@
+"""The governance operator commands of ``python -m memnet`` (issue 11): the same jobs the
+timer and queue functions run, over the configured backends, with ``--dry-run``, a
+progress bar on long runs and a JSON summary at the end.
+
+``sweep``    retention sweep: runs bounded invocations until one pass over the store is
+             done (``--once``: one invocation, as the timer does);
+``compact``  compaction and freshness of one document (``TENANT/USER/NAMESPACE/PATH``) or
+             of every document (``--all``);
+``forget``   forget a user (``TENANT/USER``) or one conversation (``--conversation``),
+             running the job here until it is done, then printing its receipt;
+``hold``     set, clear or list legal holds (``hold set TENANT[/USER] --reason ...``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from tqdm import tqdm
+
+from memnet.bootstrap import Services
+from memnet.domain.callers import ANY, Caller
+from memnet.domain.layout import forget_conversation_job_name, forget_job_name, user_prefix
+from memnet.services.holds import HOLD_KINDS
+
+OPERATOR = "memnet-operator"
+
+
+def add_commands(commands: Any) -> None:
+    """Add the governance subcommands to ``python -m memnet``'s parser."""
+    sweep = commands.add_parser("sweep", help="retention sweep (resumable, bounded runs)")
+    sweep.add_argument("--dry-run", action="store_true", help="list what it would delete")
+    sweep.add_argument("--limit", type=int, default=None, help="dry run: blobs to look at")
+    sweep.add_argument("--once", action="store_true", help="one bounded run, as the timer")
+    compact = commands.add_parser("compact", help="compact documents and apply freshness")
+    compact.add_argument("document", nargs="?", help="TENANT/USER/NAMESPACE/PATH")
+    compact.add_argument("--all", action="store_true", help="every document (resumable scan)")
+    compact.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
+    forget = commands.add_parser("forget", help="forget a user or one conversation")
+    forget.add_argument("user", help="TENANT/USER")
+    forget.add_argument("--conversation", help="forget only this conversation")
+    forget.add_argument("--dry-run", action="store_true", help="count what would go")
+    hold = commands.add_parser("hold", help="legal holds: set, clear, list")
+    hold.add_argument("action", choices=("set", "clear", "list"))
+    hold.add_argument("scope", help="TENANT or TENANT/USER")
+    hold.add_argument("--reason", help="why (set)")
+    hold.add_argument("--kinds", help=f"comma list of {','.join(HOLD_KINDS)} (set; default all)")
+    for parser in (sweep, compact, forget, hold):
+        parser.add_argument("--settings", default="local.settings.json", help="values file")
+        parser.add_argument("--actor", default=OPERATOR, help="who asks (audit, receipts)")
+
+
+def run(services: Services, args: argparse.Namespace) -> int:
+    handler = {"sweep": _sweep, "compact": _compact, "forget": _forget, "hold": _hold}
+    summary, code = handler[args.command](services, args)
+    print(json.dumps(summary, indent=2, ensure_ascii=False))
+    return code
+
+
+def _sweep(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    retention = services.retention
+    if args.dry_run:
+        return retention.sweep(dry_run=True, limit=args.limit).as_json(), 0
+    totals: dict[str, dict[str, int]] = {}
+    runs = 0
+    with tqdm(unit=" blobs", desc="sweep", file=sys.stderr, disable=None) as bar:
+        while True:
+            report = retention.sweep()
+            runs += 1
+            bar.update(report.walk.visited)
+            for kind, outcomes in report.counts.items():
+                for outcome, n in outcomes.items():
+                    totals.setdefault(kind, {}).setdefault(outcome, 0)
+                    totals[kind][outcome] += n
+            if report.walk.yielded:
+                return {"runs": runs, "yielded": True, "counts": totals}, 1
+            if args.once or report.walk.pass_complete:
+                break
+    body = {"runs": runs, "pass_complete": report.walk.pass_complete, "counts": totals}
+    return body, 0
+
+
+def _compact(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    compaction = services.compaction
+    if args.all:
+        changed: list[str] = []
+        with tqdm(unit=" blobs", desc="compact", file=sys.stderr, disable=None) as bar:
+            while True:
+                report = compaction.run_timer()
+                bar.update(report["visited"])
+                changed += report["changed"]
+                if report["yielded"]:
+                    return {"changed": changed, "yielded": True}, 1
+                if report["pass_complete"]:
+                    return {"changed": changed, "pass_complete": True}, 0
+    parts = (args.document or "").strip("/").split("/", 3)
+    if len(parts) != 4:
+        print("name a document as TENANT/USER/NAMESPACE/PATH, or use --all", file=sys.stderr)
+        return {"error": "no document"}, 2
+    return compaction.compact(*parts, dry_run=args.dry_run), 0
+
+
+def _forget(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    tenant_id, _, user_id = args.user.strip("/").partition("/")
+    if not tenant_id or not user_id or "/" in user_id:
+        print("name the user as TENANT/USER", file=sys.stderr)
+        return {"error": "no user"}, 2
+    if args.dry_run:
+        return _forget_preview(services, tenant_id, user_id, args.conversation), 0
+    caller = _operator(args.actor, tenant_id, "forget")
+    keys = ["kind", "tenant_id", "user_id", "forget_id", "run"]
+    if args.conversation:
+        job: Any = services.forget_conversation
+        job.request(caller, tenant_id, user_id, args.conversation)
+        name = forget_conversation_job_name(tenant_id, user_id, args.conversation)
+        keys.append("conversation_id")
+    else:
+        job = services.forget
+        job.request(caller, tenant_id, user_id)
+        name = forget_job_name(tenant_id, user_id)
+    state = _drive(lambda: services.forget.jobs.load(name), job.run, keys)
+    if state.get("status") == "done":
+        return services.forget.receipt(caller, tenant_id, state["receipt_id"]), 0
+    return {k: state.get(k) for k in ("forget_id", "status", "phase", "error")}, 1
+
+
+def _drive(load: Any, run: Any, keys: list[str]) -> dict[str, Any]:
+    """Run a forget job's invocations here until it is no longer running (waiting out
+    its grace period), with a progress bar of what it has deleted. A job the queue
+    worker of a running host advances at the same time is fine: each invocation names
+    the job's current run token, and a stale one does nothing."""
+    with tqdm(unit=" deleted", desc="forget", file=sys.stderr, disable=None) as bar:
+        while True:
+            state: dict[str, Any] = load().state
+            bar.n = sum(v["count"] for v in state.get("deleted", {}).values())
+            bar.refresh()
+            if state["status"] != "running":
+                return state
+            before = state.get("seq"), state.get("phase"), bar.n
+            after = run({k: state[k] for k in keys})
+            progressed = after is not None and (
+                (after.get("seq"), after.get("phase")) != before[:2]
+                or after.get("status") != "running"
+            )
+            if not progressed:
+                time.sleep(1.0)  # waiting out the grace period, or another worker holds it
+
+
+def _forget_preview(
+    services: Services, tenant_id: str, user_id: str, conversation: str | None
+) -> dict[str, Any]:
+    """What forgetting would delete, counted by kind, and what holds would keep."""
+    from memnet.services.forget import kind_of
+
+    prefix = user_prefix(tenant_id, user_id)
+    counts: dict[str, int] = {}
+    for name in services.blobs.list_names(prefix):
+        relative = name[len(prefix) :]
+        if conversation and not relative.startswith(
+            (f"snapshots/{conversation}/", f"replays/{conversation}/")
+        ):
+            continue
+        kind = kind_of(relative)
+        counts[kind] = counts.get(kind, 0) + 1
+    index = sum(1 for _ in services.index.list_event_ids(tenant_id, user_id))
+    held = services.holds.held(tenant_id, user_id)
+    return {
+        "dry_run": True,
+        "tenant_id": tenant_id,
+        "user_id": user_id,
+        "conversation_id": conversation,
+        "blobs": counts,
+        "index_entries": None if conversation else index,
+        "kept_by_hold": {kind: h.as_json() for kind, h in held.items()},
+    }
+
+
+def _hold(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    tenant_id, _, user_id = args.scope.strip("/").partition("/")
+    holds = services.holds
+    if args.action == "list":
+        return holds.policy(tenant_id), 0
+    if args.action == "clear":
+        return holds.clear(tenant_id, user_id or None, args.actor), 0
+    if not args.reason:
+        print("hold set needs --reason", file=sys.stderr)
+        return {"error": "no reason"}, 2
+    kinds = [k.strip() for k in args.kinds.split(",")] if args.kinds else None
+    unknown = sorted(set(kinds or ()) - set(HOLD_KINDS))
+    if unknown:
+        print(f"unknown kinds {unknown}; choose from {list(HOLD_KINDS)}", file=sys.stderr)
+        return {"error": "unknown kinds"}, 2
+    hold = {"reason": args.reason, "kinds": kinds}
+    return holds.set(tenant_id, user_id or None, hold, args.actor), 0
+
+
+def _operator(actor: str, tenant_id: str, role: str) -> Caller:
+    return Caller(
+        actor, frozenset({tenant_id}), frozenset({ANY}), frozenset({role, "admin", "read"})
+    )
