@@ -108,9 +108,7 @@ def test_bad_arguments_are_refused_with_exit_code_2(services, capsys):
     run(capsys, "compact", "t1/u1", code=2)
 
 
-def test_sweep_dry_run_lists_and_the_sweep_deletes_expired_idempotency_records(
-    services, capsys
-):
+def test_sweep_dry_run_lists_and_the_sweep_deletes_expired_idempotency_records(services, capsys):
     seed(DirectClient(AGENT_KEY), services)  # TTL and lease 0: its keys expired at once
     keys = [n for n in names(services) if "/idempotency/" in n]
     assert keys
