@@ -146,7 +146,7 @@ def build(
         holds,
         forget,
         ForgetConversation(forget, documents, registry, blobs, index, queue, holds, clock),
-        retention=_retention(settings, blobs, clock, index, audit, registry),
+        retention=_retention(settings, blobs, clock, index, audit, registry, tombstones),
         compaction=CompactionService(
             documents,
             events,
@@ -169,6 +169,7 @@ def _retention(
     index: SearchIndex,
     audit: AuditLog,
     registry: ProfileRegistry,
+    tombstones: Tombstones,
 ) -> RetentionService:
     """The sweep, its policy checked now: a bad retention file stops startup."""
     policy = retention_policy(registry, settings.retention_file, settings.audit_floor_days)
@@ -185,6 +186,7 @@ def _retention(
         idempotency,
         settings.sweep_page_size,
         settings.job_max_seconds,
+        tombstones,
     )
 
 

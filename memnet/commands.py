@@ -17,13 +17,17 @@ import argparse
 import json
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tqdm import tqdm
 
 from memnet.bootstrap import Services
 from memnet.domain.callers import ANY, Caller
+from memnet.domain.errors import BadRequest, MemnetError
+from memnet.domain.identifiers import check_identifier
 from memnet.domain.layout import forget_conversation_job_name, forget_job_name, user_prefix
+from memnet.domain.timestamps import parse_timestamp
 from memnet.services.holds import HOLD_KINDS
 
 OPERATOR = "memnet-operator"
@@ -105,8 +109,8 @@ def _compact(services: Services, args: argparse.Namespace) -> tuple[dict[str, An
 
 def _forget(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     tenant_id, _, user_id = args.user.strip("/").partition("/")
-    if not tenant_id or not user_id or "/" in user_id:
-        print("name the user as TENANT/USER", file=sys.stderr)
+    if not _identifiers(tenant_id, user_id, *([args.conversation] if args.conversation else [])):
+        print("name the user as TENANT/USER (identifiers)", file=sys.stderr)
         return {"error": "no user"}, 2
     if args.dry_run:
         return _forget_preview(services, tenant_id, user_id, args.conversation), 0
@@ -121,32 +125,35 @@ def _forget(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any
         job = services.forget
         job.request(caller, tenant_id, user_id)
         name = forget_job_name(tenant_id, user_id)
-    state = _drive(lambda: services.forget.jobs.load(name), job.run, keys)
+    state = _drive(services, lambda: services.forget.jobs.load(name), job.run, keys)
     if state.get("status") == "done":
         return services.forget.receipt(caller, tenant_id, state["receipt_id"]), 0
     return {k: state.get(k) for k in ("forget_id", "status", "phase", "error")}, 1
 
 
-def _drive(load: Any, run: Any, keys: list[str]) -> dict[str, Any]:
-    """Run a forget job's invocations here until it is no longer running (waiting out
-    its grace period), with a progress bar of what it has deleted. A job the queue
-    worker of a running host advances at the same time is fine: each invocation names
-    the job's current run token, and a stale one does nothing."""
+def _drive(services: Services, load: Any, run: Any, keys: list[str]) -> dict[str, Any]:
+    """Run a forget job's invocations here until it is no longer running, with a
+    progress bar of what it has deleted. The grace period before verification is
+    waited out here rather than by invoking the job (which would queue a message per
+    call). A job the queue worker of a running host advances at the same time is fine:
+    each invocation names the job's current run token, and a stale one does nothing."""
+    grace = timedelta(seconds=services.settings.forget_grace_seconds)
     with tqdm(unit=" deleted", desc="forget", file=sys.stderr, disable=None) as bar:
         while True:
-            state: dict[str, Any] = load().state
+            job = load()
+            if job is None:
+                return {"status": "missing"}
+            state: dict[str, Any] = job.state
             bar.n = sum(v["count"] for v in state.get("deleted", {}).values())
             bar.refresh()
             if state["status"] != "running":
                 return state
-            before = state.get("seq"), state.get("phase"), bar.n
-            after = run({k: state[k] for k in keys})
-            progressed = after is not None and (
-                (after.get("seq"), after.get("phase")) != before[:2]
-                or after.get("status") != "running"
-            )
-            if not progressed:
-                time.sleep(1.0)  # waiting out the grace period, or another worker holds it
+            started = parse_timestamp(state["started_at"], "started_at")
+            wait = (started + grace - datetime.now(UTC)).total_seconds()
+            if state.get("phase") == "verifying" and wait > 0:
+                time.sleep(min(wait, 5.0))
+            elif run({k: state[k] for k in keys}) is None:
+                time.sleep(1.0)  # another worker holds the job: look again shortly
 
 
 def _forget_preview(
@@ -174,17 +181,26 @@ def _forget_preview(
         "conversation_id": conversation,
         "blobs": counts,
         "index_entries": None if conversation else index,
+        "events": "the events naming the conversation are found when the job runs"
+        if conversation
+        else None,
         "kept_by_hold": {kind: h.as_json() for kind, h in held.items()},
     }
 
 
 def _hold(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     tenant_id, _, user_id = args.scope.strip("/").partition("/")
+    if not _identifiers(tenant_id, *([user_id] if user_id else [])):
+        print("name the scope as TENANT or TENANT/USER (identifiers)", file=sys.stderr)
+        return {"error": "bad scope"}, 2
     holds = services.holds
     if args.action == "list":
         return holds.policy(tenant_id), 0
     if args.action == "clear":
-        return holds.clear(tenant_id, user_id or None, args.actor), 0
+        try:
+            return holds.clear(tenant_id, user_id or None, args.actor), 0
+        except MemnetError as error:
+            return {"error": {"code": error.code, "message": error.message}}, 1
     if not args.reason:
         print("hold set needs --reason", file=sys.stderr)
         return {"error": "no reason"}, 2
@@ -195,6 +211,15 @@ def _hold(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any],
         return {"error": "unknown kinds"}, 2
     hold = {"reason": args.reason, "kinds": kinds}
     return holds.set(tenant_id, user_id or None, hold, args.actor), 0
+
+
+def _identifiers(*values: str) -> bool:
+    try:
+        for value in values:
+            check_identifier("id", value)
+    except BadRequest:
+        return False
+    return bool(values)
 
 
 def _operator(actor: str, tenant_id: str, role: str) -> Caller:

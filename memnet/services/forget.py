@@ -314,6 +314,12 @@ class ForgetService:
         return self.jobs.save(job)
 
     def _again(self, job: Job, delay: int) -> Job:
+        """Hand the job to a new message. The message goes first: if saving its token
+        then fails, this invocation fails, and the queue delivers the current message
+        (whose token the state still holds) again; the new one is dropped as stale.
+        Saving first would risk the reverse: a token no message carries, and a user
+        tombstoned until someone asks again."""
         job.state["run"] = new_token()
-        job = self.jobs.save(job)
-        return self._send(job, delay)
+        job.state["sent"] = True
+        self._send(job, delay)
+        return self.jobs.save(job)

@@ -31,13 +31,14 @@ from memnet.services.documents import DocumentService
 from memnet.services.forget import RETRY_AFTER_POISON, ForgetService
 from memnet.services.forget_ledger import FORGET_CALLER, Job, Superseded, new_token
 from memnet.services.forget_receipts import accepted, build_receipt, public_view, require_any
-from memnet.services.forget_retraction import DocumentRetraction, names_after
+from memnet.services.forget_retraction import DocumentBusy, DocumentRetraction
 from memnet.services.holds import LegalHolds
 from memnet.services.registry import ProfileRegistry
 from memnet.services.tombstones import DONE
 
 PHASES = ("snapshots", "replays", "events", "documents", "finishing")
 TOMBSTONED = ("FORGET_IN_PROGRESS", "USER_RECENTLY_FORGOTTEN")
+BUSY_RETRY_SECONDS = 30
 _WRITE_ATTEMPTS = 8
 
 
@@ -138,8 +139,11 @@ class ForgetConversation:
         deadline = time.monotonic() + self._forget.settings.job_max_seconds
         try:
             return self._work(job, deadline).state
-        except Superseded:
+        except Superseded:  # another invocation saved first; it carries on
             return None
+        except DocumentBusy:  # live writers keep changing one document: try it later
+            job = self._jobs.load(job.name) or job
+            return self._again(job, BUSY_RETRY_SECONDS).state
         except Conflict as refused:
             if refused.code not in TOMBSTONED:
                 raise  # (an idempotency key still in progress, say): the queue retries
@@ -173,6 +177,8 @@ class ForgetConversation:
     def _phase(self, job: Job, phase: str, deadline: float) -> tuple[Job, bool]:
         if phase == "documents":
             return self._retraction.run(job, deadline)
+        if phase == "events":
+            return self._events(job, deadline)
         while batch := self._batch(job, phase):
             job = self._ledger.delete_batch(job, phase, batch)
             if time.monotonic() >= deadline:
@@ -180,39 +186,65 @@ class ForgetConversation:
         return job, True
 
     def _batch(self, job: Job, phase: str) -> list[str]:
-        size = self._forget.settings.page_size
+        """The next names of the conversation's snapshots or replay records (deleted
+        names are gone, so listing again from the start resumes)."""
         state = job.state
         prefix = user_prefix(state["tenant_id"], state["user_id"])
-        if phase != "events":
-            names = self._blobs.list_names(f"{prefix}{phase}/{state['conversation_id']}/")
-            return [n for _, n in zip(range(size), names, strict=False)]
-        found: list[str] = []
-        names = names_after(self._blobs, prefix + "events/", state["events_after"])
-        for scanned, name in enumerate(names, 1):
-            state["events_after"] = name  # saved with the batch's record
-            if self._names_conversation(name, state):
-                found.append(name)
-            if len(found) >= size or scanned >= 20 * size:
-                break
-        return found
+        names = self._blobs.list_names(f"{prefix}{phase}/{state['conversation_id']}/")
+        return [n for _, n in zip(range(self._forget.settings.page_size), names, strict=False)]
+
+    def _events(self, job: Job, deadline: float) -> tuple[Job, bool]:
+        """Scan the user's events a page at a time from the saved continuation; delete
+        those that name the conversation. The place is saved with each page (with the
+        batch's record when the page found some), so a rerun resumes after it, and a
+        page that found none still moves the scan on: the phase ends only when the
+        listing does."""
+        prefix = user_prefix(job.state["tenant_id"], job.state["user_id"]) + "events/"
+        while True:
+            state = job.state
+            page = self._blobs.list_page(
+                prefix, state["events_after"] or None, self._forget.settings.page_size
+            )
+            found = [i.name for i in page.items if self._names_conversation(i.name, state)]
+            state["events_after"] = page.continuation or ""
+            ledger, jobs = self._ledger, self._jobs
+            job = ledger.delete_batch(job, "events", found) if found else jobs.save(job)
+            if page.continuation is None:
+                return job, True
+            if time.monotonic() >= deadline:
+                return job, False
 
     def _names_conversation(self, name: str, state: dict[str, Any]) -> bool:
+        """Whether the event names the conversation: its ``snapshot_uri``, or any
+        evidence object within its evidence (a compaction digest lists the evidence of
+        the items it holds under ``sources``)."""
         try:
             event = json.loads(self._blobs.read(name).data)
         except (BlobNotFound, ValueError):
             return False
         matches = points_at(state["tenant_id"], state["user_id"], state["conversation_id"])
-        evidence = event.get("evidence")
-        pieces = evidence if isinstance(evidence, list) else [evidence]
         if event.get("snapshot_uri") and matches({"snapshot_uri": event["snapshot_uri"]}):
             return True
-        return any(isinstance(p, dict) and matches(p) for p in pieces)
+        stack: list[Any] = [event.get("evidence")]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                if matches(node):
+                    return True
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        return False
 
     def _finish(self, job: Job) -> Job:
         state = job.state
         state["completed_at"] = state["completed_at"] or self._jobs.now()
         receipt = build_receipt(state)
-        receipt.update(conversation_id=state["conversation_id"], retracted=state["retracted"])
+        receipt.update(
+            conversation_id=state["conversation_id"],
+            retracted=state["retracted"],
+            not_retracted=state.get("not_retracted", []),
+        )
         receipt.pop("verification", None)
         self._forget.write_receipt(state, receipt)
         self._holds.log(
@@ -226,8 +258,9 @@ class ForgetConversation:
         state["status"] = DONE
         return self._jobs.save(job)
 
-    def _again(self, job: Job) -> Job:
+    def _again(self, job: Job, delay: int = 0) -> Job:
+        """Hand the job to a new message, sent before its token is saved (see
+        :meth:`memnet.services.forget.ForgetService._again`)."""
         job.state["run"] = new_token()
-        job = self._jobs.save(job)
-        self._send(job.state)
-        return job
+        self._send(job.state, delay)
+        return self._jobs.save(job)

@@ -22,13 +22,13 @@ from typing import Any
 from memnet.domain.callers import ANY, Caller
 from memnet.domain.document_model import Precondition, WriteCommand
 from memnet.domain.envelope import canonical
-from memnet.domain.errors import EtagMismatch, Unprocessable
+from memnet.domain.errors import BadRequest, EtagMismatch, Forbidden, NotFound, Unprocessable
 from memnet.domain.layout import DocumentRef, user_prefix
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.retraction import points_at, retract
 from memnet.ports import BlobStore
 from memnet.services.documents import DocumentService
-from memnet.services.forget_ledger import FORGET_CALLER, Job, JobStore, Superseded
+from memnet.services.forget_ledger import FORGET_CALLER, Job, JobStore
 from memnet.services.registry import ProfileRegistry
 
 _WRITE_ATTEMPTS = 8
@@ -56,10 +56,10 @@ class DocumentRetraction:
         self._documents, self._registry, self._blobs, self._jobs = documents, registry, blobs, jobs
 
     def run(self, job: Job, deadline: float) -> tuple[Job, bool]:
-        """Retract from each document in turn (a cursor remembers how far); ``(job,
-        False)`` when out of time."""
+        """Retract from each document in turn (a cursor remembers the last one done);
+        ``(job, False)`` when out of time."""
         if job.state["pending_write"]:
-            job = self._write(job)
+            job, _ = self._write(job)
         state = job.state
         prefix = user_prefix(state["tenant_id"], state["user_id"]) + "documents/"
         for name in names_after(self._blobs, prefix, state["documents_after"]):
@@ -69,17 +69,22 @@ class DocumentRetraction:
         return job, True
 
     def _retract_one(self, job: Job, name: str) -> Job:
+        """Plan and write until the document holds nothing to retract (a 412 plans again
+        from the latest version), or the write is refused for good (recorded in
+        ``not_retracted``); only then does the cursor move past it. A document that
+        keeps changing raises :class:`DocumentBusy`: the job tries it again later."""
         for _ in range(_WRITE_ATTEMPTS):
-            state = job.state
-            planned = self._plan(state, name)
-            state["documents_after"] = name
+            planned = self._plan(job.state, name)
             if planned is None:
-                return job
-            state["pending_write"] = planned
-            job = self._write(self._jobs.save(job))
-            if job.state["pending_write"] is None:
-                return job
-        raise Superseded(name)  # the document kept changing; the next message tries again
+                break
+            job.state["pending_write"] = planned
+            job, outcome = self._write(self._jobs.save(job))
+            if outcome == "refused":
+                break
+        else:
+            raise DocumentBusy(name)
+        job.state["documents_after"] = name
+        return job
 
     def _plan(self, state: dict[str, Any], name: str) -> dict[str, Any] | None:
         relative = name[len(user_prefix(state["tenant_id"], state["user_id"])) :]
@@ -112,31 +117,39 @@ class DocumentRetraction:
                 return profile_id
         return None
 
-    def _write(self, job: Job) -> Job:
-        """Issue the recorded write (again, on a rerun: the key answers it); on 412 the
-        record is dropped and the document planned afresh."""
+    def _write(self, job: Job) -> tuple[Job, str]:
+        """Issue the recorded write (again, on a rerun: the key answers it). Outcome:
+        ``written``; ``lost`` (412: the record is dropped and the document planned
+        afresh); ``refused`` (a write no retry can fix — no profile binds it, or the
+        result would not validate — recorded in ``not_retracted`` with its code)."""
         state, planned = job.state, job.state["pending_write"]
         ref = DocumentRef(
             state["tenant_id"], state["user_id"], planned["namespace"], planned["path"]
         )
         caller = forget_caller(state["tenant_id"])
+        outcome = "written"
         try:
             response = self._patch_or_replace(caller, ref, planned, state)
         except EtagMismatch:
-            state["pending_write"] = None
-            return self._jobs.save(job)
-        document = response["body"].get("document") or {}
-        state["retracted"].append(
-            {
-                "namespace": ref.namespace,
-                "path": ref.path,
-                "change_id": document.get("change_id"),
-                "removed": planned["removed"],
-                "kept_without_pointer": planned["kept"],
-            }
-        )
+            outcome = "lost"
+        except (BadRequest, NotFound, Forbidden, Unprocessable) as refused:
+            outcome = "refused"
+            state.setdefault("not_retracted", []).append(
+                {"namespace": ref.namespace, "path": ref.path, "code": refused.code}
+            )
+        if outcome == "written":
+            document = response["body"].get("document") or {}
+            state["retracted"].append(
+                {
+                    "namespace": ref.namespace,
+                    "path": ref.path,
+                    "change_id": document.get("change_id"),
+                    "removed": planned["removed"],
+                    "kept_without_pointer": planned["kept"],
+                }
+            )
         state["pending_write"] = None
-        return self._jobs.save(job)
+        return self._jobs.save(job), outcome
 
     def _patch_or_replace(
         self, caller: Caller, ref: DocumentRef, planned: dict[str, Any], state: dict[str, Any]
@@ -162,6 +175,10 @@ class DocumentRetraction:
                 raise EtagMismatch("Document changed.") from None
             content = apply_ops(current.document, command.ops)["content"]
             return self._documents.replace(caller, _replacing(command, content))
+
+
+class DocumentBusy(Exception):
+    """A document changed under every attempt to retract from it; try again later."""
 
 
 def names_after(blobs: BlobStore, prefix: str, cursor: str) -> Iterator[str]:

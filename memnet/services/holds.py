@@ -140,8 +140,12 @@ class LegalHolds:
 
 
 def held_kinds(policy: dict[str, Any], user_id: str) -> dict[str, Held]:
+    """The kinds ``policy`` holds for ``user_id``. A held document keeps its history: a
+    hold on ``documents`` holds ``audit`` too (without its audit records a kept
+    document's history, rebase and idempotent settle would rest on a broken chain)."""
     found: dict[str, Held] = {}
     for scope, hold in (("user", policy["users"].get(user_id)), ("tenant", policy["tenant"])):
-        for kind in (hold or {}).get("kinds", ()):
+        kinds = list((hold or {}).get("kinds", ()))
+        for kind in kinds + (["audit"] if "documents" in kinds else []):
             found[kind] = Held(kind, scope, hold or {})
     return found

@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memnet.domain.errors import ConfigError
+from memnet.domain.errors import ConfigError, Conflict
 from memnet.domain.layout import SnapshotRef
 from memnet.domain.retention import KINDS, Ceilings, RetentionPolicy, parse_ceilings
 from memnet.domain.timestamps import parse_timestamp
@@ -47,6 +47,7 @@ from memnet.ports import (
 from memnet.services.audit import AuditLog, change_time
 from memnet.services.holds import LegalHolds, held_kinds
 from memnet.services.registry import ProfileRegistry
+from memnet.services.tombstones import Tombstones
 from memnet.services.walker import Walker, WalkReport
 
 JOB = "retention"
@@ -117,11 +118,13 @@ class RetentionService:
         idempotency: tuple[timedelta, timedelta],
         page_size: int,
         max_seconds: float,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self._blobs, self._clock, self._index, self._audit = blobs, clock, index, audit
         self._policy, (self._ttl, self._lease) = policy, idempotency
         self._holds = LegalHolds(blobs, clock)
         self._page_size, self._max_seconds = page_size, max_seconds
+        self._tombstones = tombstones
         self.walker = Walker(blobs, clock, JOB, "tenants/", page_size)
 
     @property
@@ -182,9 +185,25 @@ class RetentionService:
             holds[item.tenant_id] = self._holds.policy(item.tenant_id)
         if item.kind in held_kinds(holds[item.tenant_id], item.user_id):
             return "kept_by_hold"
+        if self._forgetting(item, holds):
+            return "left_to_forget"  # its job deletes it; the sweep must not race it
         if item.kind == "replays" and self._snapshot_exists(item):
             return "kept_with_snapshot"
         return None
+
+    def _forgetting(self, item: Item, cache: dict[str, Any]) -> bool:
+        """Whether a forget of the item's user runs (read once per user per page): the
+        sweep then leaves the user alone, so that raising an audit horizon cannot
+        recreate a blob under a prefix being emptied."""
+        key = f"forget:{item.tenant_id}/{item.user_id}"
+        if key not in cache:
+            cache[key] = False
+            try:
+                if self._tombstones is not None:
+                    self._tombstones.check(item.tenant_id, item.user_id)
+            except Conflict as refused:
+                cache[key] = refused.code == "FORGET_IN_PROGRESS"
+        return bool(cache[key])
 
     def _cutoff(self, item: Item, now: datetime) -> datetime | None:
         """Blobs last modified at or before this are due; None: kept forever."""

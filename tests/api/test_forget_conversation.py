@@ -6,6 +6,7 @@ receipt lists what was retracted by path."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.layout import user_prefix
+from memnet.ports import Condition
 from tests.api.forgetting import TRANSCRIPT, build, drain_forget, index_ids, names, snapshot_url
 from tests.api.test_documents import create
 from tests.api.test_events import event, post
@@ -140,6 +142,52 @@ def test_a_held_kind_is_kept_by_a_conversation_forget(services: Services):
     hold = {"reason": "Case 9", "kinds": ["documents", "snapshots"]}
     assert DirectClient(ADMIN_KEY).request("PUT", "/v1/admin/tenants/t1/hold", hold).status == 200
     receipt = forget_conversation(agent, services, "conv-1")
-    assert set(receipt["kept"]) == {"documents", "snapshots"} and receipt["retracted"] == []
+    kept = {"documents", "snapshots", "audit"}  # a held document keeps its history
+    assert set(receipt["kept"]) == kept and receipt["retracted"] == []
     assert user_prefix("t1", "u1") + "snapshots/conv-1/s1.json" in names(services)
     assert "snapshots" not in receipt["deleted"] and receipt["deleted"]["events"]["count"] == 2
+
+
+def test_events_far_past_the_first_pages_are_still_found(services):
+    """The event scan goes on through pages that name other conversations only (page
+    size 3 here): 70 unrelated events sort before the conversation's one."""
+    agent = DirectClient(AGENT_KEY)
+    for n in range(70):
+        assert (
+            post(agent, event(digest=f"other {n}", event_id=f"a{n:03d}"), f"k{n}", USER).status
+            == 201
+        )
+    late = event(digest="From conv-1", snapshot_uri=URI.format("conv-1"), event_id="z-conv1")
+    assert post(agent, late, "kz", USER).status == 201
+    assert DirectClient(PRIVACY_KEY).request("DELETE", USER + "/conversations/conv-1").status == 202
+    drain_forget(services)
+    left = names(services)
+    assert not [n for n in left if n.endswith("/z-conv1.json")]
+    assert len([n for n in left if "/events/" in n]) == 70
+    assert "z-conv1" not in index_ids(services)
+
+
+def test_a_digest_whose_sources_name_the_conversation_goes_with_it(services):
+    """A compaction digest lists the evidence of the items it holds under ``sources``."""
+    agent = DirectClient(AGENT_KEY)
+    digest = event(
+        digest="Compacted: likes tea",
+        event_id="evt_cmp_1",
+        evidence={"document": {"path": "user_dynamic.json"}, "sources": [C2, C1]},
+    )
+    assert post(agent, digest, "kd", USER).status == 201
+    assert DirectClient(PRIVACY_KEY).request("DELETE", USER + "/conversations/conv-1").status == 202
+    drain_forget(services)
+    assert not [n for n in names(services) if n.endswith("/evt_cmp_1.json")]
+
+
+def test_a_document_no_profile_binds_is_reported_not_retracted_and_the_job_ends(services):
+    """A write no retry can fix is recorded in the receipt instead of failing the job."""
+    stray = user_prefix("t1", "u1") + "documents/misc/stray.json"
+    body = {"doc_id": "d", "schema_id": "nobody.binds.this", "schema_version": "1.0.0"}
+    body["content"] = {"items": [{"text": "From conv-1", "evidence": C1}]}
+    services.blobs.write(stray, json.dumps(body).encode(), Condition.create_only())
+    receipt = forget_conversation(DirectClient(AGENT_KEY), services, "conv-1")
+    assert receipt["not_retracted"] == [
+        {"namespace": "misc", "path": "stray.json", "code": "BINDING_NOT_FOUND"}
+    ]

@@ -106,6 +106,10 @@ def test_bad_arguments_are_refused_with_exit_code_2(services, capsys):
     run(capsys, "hold", "set", "t1", code=2)
     run(capsys, "forget", "t1", code=2)
     run(capsys, "compact", "t1/u1", code=2)
+    run(capsys, "forget", "t1/../u1", code=2)
+    run(capsys, "hold", "list", "t1/u 1", code=2)
+    cleared = run(capsys, "hold", "clear", "t1/u1", code=1)  # there is none
+    assert cleared["error"]["code"] == "HOLD_NOT_FOUND"
 
 
 def test_sweep_dry_run_lists_and_the_sweep_deletes_expired_idempotency_records(services, capsys):

@@ -15,7 +15,7 @@ from memnet.bootstrap import Services
 from memnet.domain.layout import governance_prefix
 from tests.api.forgetting import build, drain_forget, index_ids, names, seed
 from tests.clients import ApiClient, DirectClient
-from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY
+from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, doc_url
 
 USER = "/v1/tenants/t1/users/u1"
 TENANT_HOLD = "/v1/admin/tenants/t1/hold"
@@ -53,6 +53,19 @@ def test_a_user_hold_keeps_its_kinds_and_the_receipt_says_why(client: ApiClient,
     assert kept["documents"]["hold_reason"] == "Case 42" and kept["audit"]["scope"] == "user"
     assert "documents" not in receipt["deleted"] and receipt["deleted"]["events"]["count"] == 4
     assert receipt["verification"]["blobs_remaining"] == 0  # nothing that is not held
+
+
+def test_a_hold_on_documents_keeps_their_history_readable(services):
+    """A kept document keeps its audit chain: its history, a rebase and an idempotent
+    settle walk it."""
+    admin, agent = DirectClient(ADMIN_KEY), DirectClient(AGENT_KEY)
+    seed(agent, services)
+    hold = admin.request("PUT", USER_HOLD, {"reason": "Case 7", "kinds": ["documents"]})
+    assert hold.status == 200
+    receipt = forget_and_receipt(agent, services)
+    assert set(receipt["kept"]) == {"documents", "audit"}
+    history = admin.request("GET", doc_url() + ":history")
+    assert history.status == 200 and history.data["changes"]
 
 
 def test_a_tenant_hold_keeps_everything_it_names_for_every_user(services):

@@ -19,7 +19,13 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
-from memnet.domain.layout import SnapshotRef, sweep_state_name, user_prefix
+from memnet.domain.layout import (
+    SnapshotRef,
+    audit_horizon_name,
+    forget_job_name,
+    sweep_state_name,
+    user_prefix,
+)
 from memnet.ports import Condition
 from memnet.services.walker import Walker
 from tests.api.test_documents import PREF, create, patch
@@ -201,6 +207,21 @@ def test_tenant_ceiling_is_stricter_and_the_audit_floor_beats_it(start: Start) -
     assert "audit" not in counts  # the floor: 30 days, not the ceiling's 1
     world.at_day(31)
     assert world.sweep()["counts"] == {"audit": {"deleted": 3}, "replays": {"deleted": 1}}
+
+
+def test_a_user_being_forgotten_is_left_to_the_forget_job(start: Start) -> None:
+    """The sweep does not race a running forget (an audit horizon it raised could
+    recreate a blob under the prefix being emptied)."""
+    world = start()
+    populate(world)
+    job = {"status": "running", "forget_id": "fgt_x"}
+    name = forget_job_name("t1", "u1")
+    world.services.blobs.write(name, json.dumps(job).encode(), Condition.create_only())
+    world.at_day(400)
+    counts = world.sweep()["counts"]
+    assert counts["events"] == {"left_to_forget": 2}
+    assert counts["audit"] == {"left_to_forget": 3}
+    assert audit_horizon_name("t1", "u1") not in world.names()
 
 
 def test_held_kinds_are_kept_and_counted(start: Start) -> None:
