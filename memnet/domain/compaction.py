@@ -7,7 +7,8 @@ items and what "low value" means (an ordered list of ``unverified``,
 ``lowest_confidence``, ``oldest``); per binding an optional target size. The plan first
 merges redundant items (exact duplicates as canonical JSON, normalised duplicates of the
 text fields, near duplicates at or above the section's threshold by
-:func:`similarity`), then trims the lowest-value items until every target is met.
+:func:`similarity` that do not :func:`contradict <contradicts>`), then trims the
+lowest-value items until every target is met.
 Items of a durable section whose confidence reaches the durable threshold are never
 trimmed; of duplicates, one copy (the protected one) is always kept. The result is JSON
 Patch ops on ``/content/...``: a ``replace`` per kept item whose evidence was merged,
@@ -17,11 +18,13 @@ patch, one ``replace`` of each changed section.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from itertools import pairwise
 from typing import Any
 
 from memnet.domain import pointers
@@ -132,6 +135,33 @@ def text_of(item: Any, text_fields: tuple[str, ...]) -> str | None:
     return " ".join(parts) if parts else None
 
 
+def section_of(rules: CompactionRules, path: str) -> SectionRules | None:
+    """The section a ``/content/...`` item path (or a proposal's ``target_path``,
+    ``/section/-``) is in."""
+    try:
+        segments = pointers.parse(path)
+    except ValueError:
+        return None
+    if segments[:1] == (CONTENT,):
+        segments = segments[1:]
+    return next((s for s in rules.sections if s.pointer == segments[:-1]), None)
+
+
+def digest_text(item: Any, section: SectionRules | None, rules: CompactionRules) -> str:
+    """The text an event digest keeps of a removed item: its section's ``text_fields``
+    (as the duplicate check reads it); for a pending proposal (``candidate`` and
+    ``target_path``), its candidate's text by the target section's fields; else its
+    first string member; else its JSON (at most 200 chars)."""
+    text = text_of(item, section.text_fields if section else ())
+    if text is None and isinstance(item, dict) and "candidate" in item:
+        target = item.get("target_path")
+        aimed = section_of(rules, target) if isinstance(target, str) else None
+        text = digest_text(item["candidate"], aimed, rules)
+    if text is None and isinstance(item, dict):
+        text = next((v for v in item.values() if isinstance(v, str)), None)
+    return text if text is not None else json.dumps(item, ensure_ascii=False)[:200]
+
+
 def similarity(a: str, b: str) -> float:
     """Jaccard similarity of the sets of words of the normalised texts: shared words over
     all words. 1.0 for equal word sets; 0.0 when either is empty."""
@@ -144,6 +174,34 @@ def similarity(a: str, b: str) -> float:
 @lru_cache(maxsize=4096)
 def _words(text: str) -> frozenset[str]:
     return frozenset(normalised(text).split())
+
+
+NEGATIONS = frozenset(
+    {"not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "cannot"}
+)
+_NUMBER = re.compile(r"\d")
+
+
+def contradicts(a: str, b: str) -> bool:
+    """Whether two texts may say opposite things, so that near is not the same: one
+    has a negation the other lacks (``not``, ``never``, ``cannot``, an ``n't``
+    contraction, ...), or their numbers differ (``meets at 9`` / ``meets at 10``)."""
+    return _negated(a) != _negated(b) or _numbers(a) != _numbers(b)
+
+
+@lru_cache(maxsize=4096)
+def _negated(text: str) -> frozenset[str]:
+    """The text's negation tokens (``don't`` normalises to ``don t``: its ``n`` + ``t``
+    pair counts as ``n't``; ``cant``/``wont`` written without the apostrophe too)."""
+    words = normalised(text.replace("\u2019", "'")).split()
+    found = {w for w in words if w in NEGATIONS or w in ("cant", "wont", "dont")}
+    found |= {"n't" for w, nxt in pairwise(words) if nxt == "t" and w.endswith("n")}
+    return frozenset(found)
+
+
+@lru_cache(maxsize=4096)
+def _numbers(text: str) -> frozenset[str]:
+    return frozenset(w for w in normalised(text).split() if _NUMBER.search(w))
 
 
 # -- the plan --------------------------------------------------------------------------
@@ -276,7 +334,7 @@ def _duplicate_kind(first: _Entry, other: _Entry, section: SectionRules) -> str 
     if normalised(a) == normalised(b):
         return "merge_duplicate"
     threshold = section.near_duplicate_threshold
-    if threshold is not None and similarity(a, b) >= threshold:
+    if threshold is not None and similarity(a, b) >= threshold and not contradicts(a, b):
         return "merge_near_duplicate"
     return None
 

@@ -2,10 +2,12 @@
 write that confirms one brings it back. Pure.
 
 A profile's ``freshness_rules`` name, per binding, the sections whose items age. An
-item is stale when ``now`` is at or past its ``expires_field`` time, past its
-``ttl_class_field`` class's age (days since ``verified_field``; a class of ``null``
-never ages), or past ``max_age_days`` since ``verified_field``. An item without a
-readable verification time ages by ``expires_field`` alone. A stale item is removed
+item is stale when ``now`` is at or past its ``expires_field`` time (always); else, when
+it has a known ``ttl_class_field`` class, past that class's age (days since
+``verified_field``; a class of ``null``, ``permanent``, never ages); else (no class, or
+one the rules do not name) past ``max_age_days`` since ``verified_field``. The class
+decides when set: ``max_age_days`` never shortens a ``long`` or ``permanent`` fact. An
+item without a readable verification time ages by ``expires_field`` alone. A stale item is removed
 from its section and added to the binding's pending section as a proposal in the shape
 the write policy's redirection uses, proposed by :data:`FRESHNESS_CALLER`.
 
@@ -77,9 +79,11 @@ def why_stale(item: Any, rules: FreshnessRules, now: datetime) -> str | None:
     verified = _time(item.get(rules.verified_field))
     if verified is None:
         return None
-    days = rules.ttl_classes.get(item.get(rules.ttl_class_field) or "")
-    if days is not None and now > verified + timedelta(days=days):
-        return "ttl_class"
+    ttl_class = item.get(rules.ttl_class_field)
+    if ttl_class is not None and ttl_class in rules.ttl_classes:
+        days = rules.ttl_classes[ttl_class]  # the class decides: null (permanent) never ages
+        aged = days is not None and now > verified + timedelta(days=days)
+        return "ttl_class" if aged else None
     if rules.max_age_days is not None and now > verified + timedelta(days=rules.max_age_days):
         return "max_age"
     return None

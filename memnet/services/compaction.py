@@ -35,10 +35,11 @@ from typing import Any
 
 from memnet.domain import compaction, freshness
 from memnet.domain.callers import ANY, Caller
-from memnet.domain.compaction import Plan, Protection
+from memnet.domain.compaction import CompactionRules, Plan, Protection
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import canonical, char_count
 from memnet.domain.errors import EtagMismatch, MemnetError
+from memnet.domain.event_model import SNAPSHOT_URI
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import parse_ops
 from memnet.domain.profiles import Binding, Profile
@@ -107,7 +108,8 @@ class CompactionService:
             return _status(within_targets=False, why_not=[why])
         fresh = self._freshness(target, stored, dry_run)
         for attempt in range(1, ATTEMPTS + 1):
-            stored = self._documents.load(ref) or stored
+            if attempt > 1 or fresh["changed"] or fresh.get("yielded"):
+                stored = self._documents.load(ref) or stored  # else the one read serves
             plan = self._plan(target, stored)
             try:
                 return {**self._apply(target, stored, plan, dry_run), "freshness": fresh}
@@ -351,10 +353,15 @@ def _document_ref(name: str) -> tuple[str, str, str, str] | None:
 
 def digest_event(target: Target, base: str, moved: list[compaction.Removed]) -> dict[str, Any]:
     """The one event that keeps what a compaction removes: a digest of the items' text
-    (as much as fits) and evidence pointing back at the document and the base change,
-    where the full items stay readable in the document's history."""
+    (as much as fits, by the sections' ``text_fields``) and evidence pointing back at
+    the document and the base change, where the full items stay readable in the
+    document's history, and at the items' own evidence (``sources``), so that forgetting
+    a conversation finds the digests that hold text learned from it."""
     ref = target.ref
-    texts = [_text(r.item) for r in moved]
+    rules = target.profile.compaction.get(target.binding.binding_id) or CompactionRules()
+    texts = [
+        compaction.digest_text(r.item, compaction.section_of(rules, r.path), rules) for r in moved
+    ]
     shown, used = [], 0
     for text in texts:
         if used + len(text) > DIGEST_BUDGET:
@@ -364,12 +371,15 @@ def digest_event(target: Target, base: str, moved: list[compaction.Removed]) -> 
     more = len(texts) - len(shown)
     tail = f" (and {more} more; full items at change {base})" if more else ""
     digest = f"Compacted from {ref.namespace}/{ref.path}: " + "; ".join(shown) + tail
+    per_item = [_sources(r, rules) for r in moved]
+    sources = _distinct(s for found in per_item for s in found)
     evidence: dict[str, Any] = {**ref.as_json(), "base_change_id": base}
+    evidence["sources"] = sources[:MAX_SOURCES]
+    evidence["sources_count"] = len(sources)
     evidence["removed_paths"] = [r.path for r in moved]
-    while len(json.dumps(evidence)) > 4000 and evidence["removed_paths"]:
-        evidence["removed_paths"] = evidence["removed_paths"][:-1]
     evidence["removed_count"] = len(moved)
-    return {
+    _fit(evidence)
+    event: dict[str, Any] = {
         "event_id": "evt_cmp_" + _hash([ref.blob_name, base])[:32],
         "service_id": COMPACTION_CALLER,
         "timestamp": format_millis(change_time(base)),
@@ -378,15 +388,81 @@ def digest_event(target: Target, base: str, moved: list[compaction.Removed]) -> 
         "project_ids": _project_ids(target),
         "evidence": evidence,
     }
+    uri = _shared_snapshot(ref, per_item)
+    if uri is not None:
+        event["snapshot_uri"] = uri
+    return event
 
 
-def _text(item: Any) -> str:
-    if isinstance(item, str):
-        return item
-    if isinstance(item, dict):
-        strings = [v for v in item.values() if isinstance(v, str)]
-        return " ".join(strings[:1]) or json.dumps(item, ensure_ascii=False)[:200]
-    return json.dumps(item, ensure_ascii=False)[:200]
+MAX_SOURCES = 50
+EVIDENCE_BUDGET = 4000  # chars of JSON (an event's evidence holds 4096)
+_IDENTITY = ("conversation_id", "snapshot_uri")
+
+
+def _sources(removed: compaction.Removed, rules: CompactionRules) -> list[dict[str, Any]]:
+    """The item's evidence objects (its ``evidence_field`` member, or that list's
+    objects); for a pending proposal, its own and its candidate's."""
+    section = compaction.section_of(rules, removed.path)
+    item = removed.item
+    found = _evidence_objects(item, section.evidence_field if section else "evidence")
+    if isinstance(item, dict) and "candidate" in item:
+        target = item.get("target_path")
+        aimed = compaction.section_of(rules, target) if isinstance(target, str) else None
+        name = aimed.evidence_field if aimed else "evidence"
+        found += _evidence_objects(item["candidate"], name)
+    return _distinct(found)
+
+
+def _evidence_objects(item: Any, name: str) -> list[dict[str, Any]]:
+    value = item.get(name) if isinstance(item, dict) else None
+    members = value if isinstance(value, list) else [value]
+    return [m for m in members if isinstance(m, dict) and m]
+
+
+def _distinct(found: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: set[bytes] = set()
+    out = []
+    for source in found:
+        key = canonical(source)
+        if key not in seen:
+            seen.add(key)
+            out.append(source)
+    return out
+
+
+def _fit(evidence: dict[str, Any]) -> None:
+    """Shrink the evidence to :data:`EVIDENCE_BUDGET`, keeping provenance longest: first
+    the removed paths go (from the end), then each source is cut to what names its
+    conversation (``conversation_id``, ``snapshot_uri``), then sources go from the end
+    (``sources_count`` still says how many there were)."""
+
+    def size() -> int:
+        return len(json.dumps(evidence))
+
+    while size() > EVIDENCE_BUDGET and evidence["removed_paths"]:
+        evidence["removed_paths"] = evidence["removed_paths"][:-1]
+    if size() > EVIDENCE_BUDGET:
+        cut = [{k: s[k] for k in _IDENTITY if k in s} for s in evidence["sources"]]
+        evidence["sources"] = _distinct(c for c in cut if c)
+    while size() > EVIDENCE_BUDGET and evidence["sources"]:
+        evidence["sources"] = evidence["sources"][:-1]
+
+
+def _shared_snapshot(ref: DocumentRef, per_item: list[list[dict[str, Any]]]) -> str | None:
+    """The one snapshot every removed item's evidence names (each item's sources name
+    exactly one, the same for all), when there is one and it is this user's (the event
+    model accepts no other)."""
+    uris: set[Any] = set()
+    for sources in per_item:
+        mine = {s["snapshot_uri"] for s in sources if s.get("snapshot_uri") is not None}
+        if len(mine) != 1:
+            return None
+        uris |= mine
+    uri = uris.pop() if len(uris) == 1 else None
+    if not isinstance(uri, str) or ".." in uri:
+        return None
+    found = SNAPSHOT_URI.fullmatch(uri)
+    return uri if found and (found["t"], found["u"]) == (ref.tenant_id, ref.user_id) else None
 
 
 def _project_ids(target: Target) -> list[str]:

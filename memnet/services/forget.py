@@ -63,6 +63,10 @@ KINDS = (
 _PREFIXES = {"audit_horizon": "audit_horizon.json", "other": ""}
 _HOLD_KIND = {INDEX: "events", "audit_horizon": "audit"}
 _ATTEMPTS = 8
+# Batches per listing page. On the embedded store a page scans the whole directory
+# (memory stays at one page; time is one scan per page), so fewer, larger pages cut the
+# scans of a 100k-event directory tenfold for a page of 10 batches in memory.
+LIST_BATCHES = 10
 RETRY_AFTER_POISON = 300
 log = logging.getLogger("memnet.services.forget")
 
@@ -247,33 +251,48 @@ class ForgetService:
         self, job: Job, held: dict[str, Held], deadline: float, late: bool
     ) -> tuple[Job, bool]:
         """Delete every kind not held, batch by batch; ``(job, False)`` when out of time.
-        Batches come from one listing until it ends (a listing costs the whole directory
-        on the embedded store), then the kind is listed again until a listing is empty."""
-        size = self._settings.page_size
+        A kind is listed a page at a time (one page of names in memory, whatever the
+        user's size), then listed again until a listing finds nothing."""
         for kind in KINDS:
             if hold_kind(kind) in held:
                 continue
             found = True
             while found:
-                found, listing = False, self._listing(job.state, kind, held)
-                while batch := list(islice(listing, size)):
+                found = False
+                for batch in self._batches(job.state, kind, held):
                     found = True
                     job = self.ledger.delete_batch(job, kind, batch, late)
                     if time.monotonic() >= deadline:
                         return job, False
         return job, True
 
-    def _listing(self, state: dict[str, Any], kind: str, held: dict[str, Held]) -> Iterator[str]:
+    def _batches(
+        self, state: dict[str, Any], kind: str, held: dict[str, Held]
+    ) -> Iterator[list[str]]:
+        """One listing of ``kind`` in non-empty batches of at most ``page_size`` names:
+        index entries from the index's paged listing, blob names from ``list_page``
+        pages of :data:`LIST_BATCHES` batches (the next page is listed only after the
+        caller is done with this one's batches). Memory: one page, whatever the user's
+        size."""
+        size = self._settings.page_size
         if kind == INDEX:
             entries = self._index.list_event_ids(state["tenant_id"], state["user_id"])
-            return (event_id for _, _, event_id in entries)
-        return self._names(state, kind, held)
-
-    def _names(self, state: dict[str, Any], kind: str, held: dict[str, Held]) -> Iterator[str]:
+            ids = (event_id for _, _, event_id in entries)
+            while batch := list(islice(ids, size)):
+                yield batch
+            return
         prefix = user_prefix(state["tenant_id"], state["user_id"])
-        for name in self._blobs.list_names(prefix + _PREFIXES.get(kind, kind + "/")):
-            if kind != "other" or hold_kind(kind_of(name[len(prefix) :])) not in held:
-                yield name
+        listed, continuation = prefix + _PREFIXES.get(kind, kind + "/"), None
+        while True:
+            page = self._blobs.list_page(listed, continuation, size * LIST_BATCHES)
+            names = [info.name for info in page.items]
+            if kind == "other":  # the whole prefix: leave out what a hold keeps
+                names = [n for n in names if hold_kind(kind_of(n[len(prefix) :])) not in held]
+            for start in range(0, len(names), size):
+                yield names[start : start + size]
+            continuation = page.continuation
+            if continuation is None:
+                return
 
     def _grace_left(self, state: dict[str, Any]) -> int:
         started = parse_timestamp(state["started_at"], "started_at")
@@ -283,7 +302,7 @@ class ForgetService:
     def _verified(self, job: Job, held: dict[str, Held]) -> Job:
         """A pass found nothing: record what a final listing finds (0 unless a write
         slipped in this instant, which the tombstone refuses)."""
-        blobs = sum(1 for _ in self._names(job.state, "other", held))
+        blobs = sum(len(batch) for batch in self._batches(job.state, "other", held))
         entries = 0
         if "events" not in held:
             ids = self._index.list_event_ids(job.state["tenant_id"], job.state["user_id"])

@@ -11,6 +11,7 @@ import time
 from memnet.api.workers import handle_compaction_job
 from memnet.bootstrap import Services
 from memnet.services.compaction import COMPACT_QUEUE, COMPACTION_CALLER
+from memnet.services.event_index import event_name
 from tests.api.compacting import (
     DYNAMIC,
     PROJECT,
@@ -68,9 +69,65 @@ def test_trimmed_items_are_in_one_event_digest_pointing_back(services: Services)
             "/content/recent_notes/1",
             "/content/recent_notes/2",
         ],
+        "sources": [],
+        "sources_count": 0,
         "removed_count": 3,
     }
     assert event["project_ids"] == ["apollo"]
+    assert event.get("snapshot_uri") is None
+
+
+SNAP = "blob://tenants/t1/users/u1/snapshots/conv-a/s1.json"
+
+
+def test_a_digest_carries_the_removed_items_evidence(services: Services):
+    proof = {"conversation_id": "conv-a", "snapshot_uri": SNAP, "message_ids": ["m1"]}
+    old = [{**n, "evidence": proof} for n in notes(32)]
+    old[1]["evidence"] = [proof, {"conversation_id": "conv-a", "message_ids": ["m2"]}]
+    put(services, PROJECT, project(old))
+    status = compact(services)
+    event = services.events.get(_admin(), "t1", "u1", status["event_id"])
+    assert event["evidence"]["sources"] == [
+        proof,
+        {"conversation_id": "conv-a", "message_ids": ["m2"]},
+    ]
+    assert event["evidence"]["sources_count"] == 2
+    assert event["snapshot_uri"] == SNAP  # every removed item names that one snapshot
+    assert old[1]["note"] in event["digest"]
+    # forgetting conv-a finds the digest by its sources (and not by another conversation)
+    name = event_name("t1", "u1", status["event_id"])
+    scan = services.forget_conversation._names_conversation  # the events phase's matcher
+    assert scan(name, {"tenant_id": "t1", "user_id": "u1", "conversation_id": "conv-a"})
+    assert not scan(name, {"tenant_id": "t1", "user_id": "u1", "conversation_id": "conv-b"})
+
+
+def test_a_digest_of_many_sources_stays_a_valid_event(services: Services):
+    from memnet.domain.compaction import Removed
+    from memnet.domain.event_model import parse_event
+    from memnet.services.compaction import Target, digest_event
+
+    profile = services.registry.get("project-copilot-v1")
+    assert profile is not None
+    found = profile.resolve(PROJECT.namespace, PROJECT.path)
+    assert found is not None
+    moved = [
+        Removed(
+            f"/content/recent_notes/{i}",
+            {"note": f"n{i}", "evidence": {"conversation_id": f"c{i}", "message_ids": ["m" * 100]}},
+            "trim",
+            True,
+        )
+        for i in range(80)
+    ]
+    base = "chg_019ab0000000" + "0" * 20
+    event = digest_event(Target(PROJECT, profile, found[0]), base, moved)
+    evidence = event["evidence"]
+    assert evidence["sources_count"] == 80 and evidence["removed_count"] == 80
+    assert 0 < len(evidence["sources"]) <= 50
+    assert all(set(s) == {"conversation_id"} for s in evidence["sources"])  # cut to identity
+    assert evidence["sources"][0] == {"conversation_id": "c0"}
+    assert "snapshot_uri" not in event  # the items name no snapshot
+    assert parse_event(event, "t1", "u1", COMPACTION_CALLER)["evidence"] == evidence
 
 
 def test_an_idempotent_rerun_writes_nothing_new(services: Services):

@@ -4,10 +4,12 @@ confirms one brings it back."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memnet.bootstrap import Services
 from memnet.domain.freshness import FRESHNESS_CALLER
+from memnet.domain.timestamps import format_millis
 from tests.api.compacting import DYNAMIC, PROOF, content, history, patch, put
 
 STALE = {**PROOF, "fact": "Lives in Bergen.", "last_verified_at": "2024-01-01T00:00:00Z"}
@@ -72,3 +74,23 @@ def test_a_low_confidence_write_does_not_restore(services: Services):
     after = content(services, DYNAMIC)
     assert after["durable_facts"] == []
     assert [p["proposed_by"] for p in after["pending_confirmations"]] == [FRESHNESS_CALLER, "agent"]
+
+
+def test_a_fact_class_decides_its_age_and_expires_at_always_applies(services: Services):
+    now = datetime.now(UTC)
+
+    def ago(days: int) -> str:
+        return format_millis(now - timedelta(days=days))
+
+    long_ = {**PROOF, "fact": "Prefers tea.", "last_verified_at": ago(400), "ttl_class": "long"}
+    forever = {**PROOF, "fact": "Born in Oslo.", "last_verified_at": ago(4000),
+               "ttl_class": "permanent"}  # fmt: skip
+    classless = {**PROOF, "fact": "Plays chess.", "last_verified_at": ago(400)}
+    ended = {**forever, "fact": "Owns a boat.", "expires_at": ago(1)}
+    put(services, DYNAMIC, dynamic([long_, forever, classless, ended]))
+    status = run(services)["freshness"]
+    assert status["why"] == {  # max_age_days (365) holds only for the fact without a class
+        "/content/durable_facts/2": "max_age",
+        "/content/durable_facts/3": "expired",
+    }
+    assert content(services, DYNAMIC)["durable_facts"] == [long_, forever]

@@ -317,6 +317,32 @@ def test_list_page_continues_past_blobs_deleted_since_the_last_page(
     assert rest == ["t/ab", "t/b/x/y/z", "t/c"]
 
 
+def large_directory() -> list[str]:
+    """400 blobs in one directory, with subdirectories among them (a directory ``a``
+    sorts as ``a/``: after ``a.json``, before ``a0``) and names outside the prefix."""
+    names = [f"big/d/e{i:04d}.json" for i in range(400)]
+    names += [f"big/d/e{i:04d}/sub/{j}" for i in (0, 7, 199, 399) for j in range(3)]
+    names += ["big/d/e0100.jsonx", "big/d/e0100/x", "big/c.json", "big/e/1"]
+    return names
+
+
+def test_list_page_of_a_large_directory_is_complete_and_in_order(
+    blob_store: BlobStore,
+) -> None:
+    names = large_directory()
+    for name in random.Random(11).sample(names, len(names)):
+        blob_store.write(name, b"x", Condition.create_only())
+    expected = sorted(n for n in names if n.startswith("big/d/"))
+    for limit in (1, 7, 100, 1000):
+        pages = all_pages(blob_store, "big/d/", limit)
+        assert [name for page in pages for name in page] == expected
+        assert all(len(page) == limit for page in pages[:-1])
+    assert list(blob_store.list_names("big/d/")) == expected
+    assert [n for page in all_pages(blob_store, "big/d/e01", 50) for n in page] == [
+        n for n in expected if n.startswith("big/d/e01")
+    ]
+
+
 def all_pages_from(
     store: BlobStore, prefix: str, continuation: str | None, limit: int
 ) -> list[str]:
@@ -389,6 +415,21 @@ def test_file_store_lists_no_temp_files(tmp_path: Path) -> None:
     store.write("a/doc.json", b"1", Condition.create_only())
     (tmp_path / "memnet" / "a" / ".memnet-tmp-0123456789abcdef").write_bytes(b"partial")
     assert list(store.list_names("a/")) == ["a/doc.json"]
+    assert [info.name for info in store.list_page("a/", None, 1).items] == ["a/doc.json"]
+
+
+def test_file_store_pages_a_large_directory_a_page_at_a_time(tmp_path: Path) -> None:
+    """A page keeps ``limit`` entries of a directory, never all of them: temp files
+    and the entries before the continuation do not count against the page."""
+    store = FileBlobStore(tmp_path, fsync=False)
+    for name in large_directory():
+        store.write(name, b"x", Condition.create_only())
+    for i in range(0, 400, 50):
+        (tmp_path / "memnet" / "big" / "d" / f"{durable.TEMP_PREFIX}{i:016x}").write_bytes(b"")
+    expected = sorted(n for n in large_directory() if n.startswith("big/d/"))
+    pages = all_pages(store, "big/d/", 33)
+    assert [name for page in pages for name in page] == expected
+    assert all(len(page) == 33 for page in pages[:-1])
 
 
 def test_file_placed_by_hand_is_readable_and_conditionally_writable(tmp_path: Path) -> None:

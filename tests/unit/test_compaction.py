@@ -16,8 +16,11 @@ from memnet.domain.compaction import (
     CompactionRules,
     Protection,
     SectionRules,
+    contradicts,
+    digest_text,
     parse_rules,
     plan,
+    section_of,
     similarity,
 )
 from memnet.domain.envelope import char_count
@@ -194,3 +197,79 @@ def test_freshness_rules_need_a_pending_section():
         "/freshness_rules/sections/user_dynamic",
         "names a binding without confidence_rules.pending_sections",
     )
+
+
+# -- near duplicates that contradict (negation, numbers) -------------------------------
+
+LONG = (
+    "the weekly planning meeting of our platform team with design, sales and support"
+    " happens after lunch in the big glass room upstairs near a kitchen on"
+)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (f"{LONG} tuesdays", f"{LONG} not tuesdays"),
+        (f"{LONG} tuesdays", f"{LONG} never tuesdays"),
+        (f"we can meet {LONG} tuesdays", f"we cannot meet {LONG} tuesdays"),
+        (f"we do meet {LONG} tuesdays", f"we don't meet {LONG} tuesdays"),
+        (f"it is {LONG} tuesdays", f"it isn't {LONG} tuesdays"),
+        (f"it is {LONG} tuesdays", f"it isn\u2019t {LONG} tuesdays"),
+        (f"we will meet {LONG} tuesdays", f"we won't meet {LONG} tuesdays"),
+        (f"{LONG} tuesdays at 9", f"{LONG} tuesdays at 10"),
+        (f"{LONG} tuesdays in 2025", f"{LONG} tuesdays"),
+    ],
+)
+def test_near_duplicates_that_contradict_are_not_merged(a: str, b: str):
+    assert similarity(a, b) >= 0.9 and contradicts(a, b)
+    rules = notes_rules(near_duplicate_threshold=0.9)
+    result = plan({"notes": [{"note": a}, {"note": b}]}, rules, PROTECT)
+    assert result.ops == [] and result.removed == []
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (f"{LONG} tuesdays", f"{LONG} tuesdays again"),
+        (f"we don't meet {LONG} tuesdays", f"we doesn't meet {LONG} tuesdays"),
+        (f"{LONG} tuesdays at 9", f"{LONG} tuesdays at 9 sharp"),
+    ],
+)
+def test_near_duplicates_agreeing_on_negation_and_numbers_still_merge(a: str, b: str):
+    assert similarity(a, b) >= 0.9 and not contradicts(a, b)
+    rules = notes_rules(near_duplicate_threshold=0.9)
+    result = plan({"notes": [{"note": a}, {"note": b}]}, rules, PROTECT)
+    assert [r.reason for r in result.removed] == ["merge_near_duplicate"]
+
+
+def test_negations_spelled_differently_are_refused_too():
+    # cautious: "don't" and "do not" negate by different tokens, so they stay apart
+    assert contradicts("we don't meet on tuesdays", "we do not meet on tuesdays")
+    assert not contradicts("Meets at 9.", "meets at 9")
+
+
+# -- what an event digest keeps of a removed item --------------------------------------
+
+
+def test_digest_text_uses_the_section_text_fields_and_a_proposal_its_candidate():
+    rules = parse_rules(
+        {
+            "sections": {
+                "/facts": {"text_fields": ["fact"]},
+                "/pending": {},
+            }
+        }
+    )
+    facts, pending = section_of(rules, "/content/facts/3"), section_of(rules, "/content/pending/0")
+    assert facts is not None and pending is not None
+    fact = {"id": "f-1", "fact": "Lives in Oslo.", "confidence": 0.5}
+    assert digest_text(fact, facts, rules) == "Lives in Oslo."
+    proposal = {"target_path": "/facts/-", "candidate": fact, "proposed_at": "2026-01-01T00:00:00Z"}
+    assert digest_text(proposal, pending, rules) == "Lives in Oslo."
+    loose = {"target_path": "/elsewhere/-", "candidate": {"id": "x", "text": "T"}}
+    assert digest_text(loose, pending, rules) == "x"  # no rules for it: first string member
+    assert digest_text({"target_path": "/facts/-", "candidate": "Plain."}, pending, rules) == (
+        "Plain."
+    )
+    assert digest_text({"n": 1}, None, rules) == '{"n": 1}'

@@ -39,9 +39,30 @@ def test_past_its_ttl_class_is_stale_and_permanent_never_ages_by_class():
         "ttl_class"
     )
     old = fact("a", "2016-01-01T00:00:00Z", ttl_class="permanent")
-    assert why_stale(old, RULES, NOW) == "max_age"  # the profile's maximum age still holds
+    assert why_stale(old, RULES, NOW) is None  # the class decides, not max_age_days
     no_max = FreshnessRules(sections=RULES.sections)
     assert why_stale(old, no_max, NOW) is None
+
+
+def test_a_longer_class_outlives_max_age_days():
+    # long is 730 days: at 400 days it is fresh though max_age_days is 365
+    assert why_stale(fact("a", "2025-10-20T00:00:00Z", ttl_class="long"), RULES, NOW) is None
+    assert why_stale(fact("a", "2024-11-24T00:00:00Z", ttl_class="long"), RULES, NOW) is None
+    assert why_stale(fact("a", "2024-11-23T23:59:59Z", ttl_class="long"), RULES, NOW) == (
+        "ttl_class"
+    )
+
+
+def test_expires_at_always_applies_whatever_the_class():
+    for ttl in ("permanent", "long"):
+        item = fact("a", "2026-11-23T00:00:00Z", ttl_class=ttl, expires_at="2026-11-24T00:00:00Z")
+        assert why_stale(item, RULES, NOW) == "expired"
+
+
+def test_max_age_days_applies_only_to_facts_without_a_known_class():
+    assert why_stale(fact("a", "2025-10-20T00:00:00Z"), RULES, NOW) == "max_age"
+    unknown = fact("a", "2025-10-20T00:00:00Z", ttl_class="unheard-of")
+    assert why_stale(unknown, RULES, NOW) == "max_age"
 
 
 def test_older_than_max_age_since_verified_is_stale():

@@ -109,7 +109,11 @@ def test_i_prefer_adds_a_preference_that_is_applied_directly(profile):
     assert only_op(output) == {
         "op": "add",
         "path": "/content/preferences/-",
-        "value": {"text": "Prefers short answers with code first", "last_verified_at": STAMP},
+        "value": {
+            "text": "Prefers short answers with code first",
+            "evidence": {"message_ids": ["m1"], "snapshot_uri": "memnet://snapshots/t1/u1/s1"},
+            "last_verified_at": STAMP,
+        },
     }
     plan = planned(profile, output["patches"][0])
     assert plan.violations == [] and plan.redirected == []
@@ -134,7 +138,11 @@ def test_we_decided_adds_a_note_to_the_hinted_project(profile):
         "project_doc",
         "project-alpha.json",
     )
-    note = {"note": "We decided to ship the beta on Friday", "at": STAMP}
+    note = {
+        "note": "We decided to ship the beta on Friday",
+        "at": STAMP,
+        "evidence": {"message_ids": ["m1"], "snapshot_uri": "memnet://snapshots/t1/u1/s1"},
+    }
     assert only_op(output)["value"] == note
     assert output["digests"][0]["project_ids"] == ["project-alpha"]
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import heapq
 import os
 import re
 import zlib
@@ -144,8 +145,11 @@ class FileBlobStore:
         """Up to ``limit`` blobs after the name ``continuation`` (the last name of the
         previous page), with the file's mtime as ``last_modified``. Resuming skips whole
         directories that sort before the continuation, so a page costs the directories
-        on its path, not the blobs before it. A blob deleted between the walk and its
-        ``stat`` is left out."""
+        on its path, not the blobs before it. Memory is bounded by ``limit``: a
+        directory's entries are kept ``limit`` at a time (see :func:`_walk`), so a page
+        of a directory of ``n`` entries scans it once (``O(n log limit)``) and holds
+        ``limit`` names, never ``n``. A blob deleted between the walk and its ``stat``
+        is left out."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
         directory, _, leaf = prefix.rpartition("/")
@@ -154,7 +158,7 @@ class FileBlobStore:
         base = f"{directory}/" if directory else ""
         root = os.path.join(self._content, directory)
         with _storage_errors(prefix):
-            names = list(islice(_walk(root, base, leaf, continuation), limit))
+            names = list(islice(_walk(root, base, leaf, continuation, limit), limit))
             items = tuple(info for info in map(self._info, names) if info is not None)
         more = len(names) == limit
         return BlobPage(items, names[-1] if more else None)
@@ -225,31 +229,62 @@ def _stripe(key: str) -> int:
     return zlib.crc32(key.encode("utf-8")) % LOCK_STRIPES
 
 
-def _walk(directory: str, base: str, leaf: str, after: str | None = None) -> Iterator[str]:
+def _walk(
+    directory: str, base: str, leaf: str, after: str | None = None, chunk: int | None = None
+) -> Iterator[str]:
     """Yield ``base + relative name`` of every blob under ``directory`` whose first
     segment starts with ``leaf``, in lexical order of the full name; only names after
-    ``after`` when it is given (a subtree wholly before it is not entered)."""
-    for entry_name, is_dir in _sorted_entries(directory):
-        if not entry_name.startswith(leaf):
-            continue
-        full = base + entry_name
-        if is_dir:
-            subtree = full + "/"
-            if after is not None and subtree < after and not after.startswith(subtree):
-                continue
-            yield from _walk(os.path.join(directory, entry_name), subtree, "", after)
-        elif after is None or full > after:
-            yield full
+    ``after`` when it is given (a subtree wholly before it is not entered).
+
+    ``chunk`` None sorts each directory's entries at once (one scan; memory grows with
+    the directory). A ``chunk`` keeps at most that many entries of a directory at a
+    time: each scan keeps the ``chunk`` smallest entries after the last one yielded
+    (``heapq.nsmallest``), so memory is bounded by ``chunk`` per level and a directory
+    of ``n`` entries costs ``n / chunk`` scans."""
+    relative = after[len(base) :] if after is not None and after.startswith(base) else None
+    last: str | None = None  # sort key of the last entry handled (chunked scans)
+    while True:
+        entries = _sorted_entries(directory, leaf, relative, last, chunk)
+        for _key, entry_name, is_dir in entries:
+            full = base + entry_name
+            if is_dir:
+                yield from _walk(os.path.join(directory, entry_name), full + "/", "", after, chunk)
+            else:
+                yield full
+        if chunk is None or len(entries) < chunk:
+            return
+        last = entries[-1][0]
 
 
-def _sorted_entries(directory: str) -> list[tuple[str, bool]]:
-    """Directory entries sorted so that a depth-first walk is in lexical name order.
-
-    A directory ``a`` sorts as ``a/``: every name below it starts with ``a/``."""
+def _sorted_entries(
+    directory: str, leaf: str, after: str | None, last: str | None, chunk: int | None
+) -> list[tuple[str, str, bool]]:
+    """``(sort key, name, is_dir)`` of the directory's entries starting with ``leaf``,
+    sorted so that a depth-first walk is in lexical name order: a directory ``a`` sorts
+    as ``a/`` (every name below it starts with ``a/``). Left out: temp files, files not
+    after ``after`` (relative to this directory), directories wholly before it, entries
+    not after the key ``last``; only the ``chunk`` smallest when ``chunk`` is given."""
     try:
         with os.scandir(directory) as scan:
-            entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in scan]
+            entries = _entries(scan, leaf, after, last)
+            if chunk is None:
+                return sorted(entries)
+            return heapq.nsmallest(chunk, entries)
     except (FileNotFoundError, NotADirectoryError):
         return []
-    visible = [(n, d) for n, d in entries if not n.startswith(durable.TEMP_PREFIX)]
-    return sorted(visible, key=lambda item: item[0] + "/" if item[1] else item[0])
+
+
+def _entries(
+    scan: Iterator[os.DirEntry[str]], leaf: str, after: str | None, last: str | None
+) -> Iterator[tuple[str, str, bool]]:
+    for entry in scan:
+        name = entry.name
+        if not name.startswith(leaf) or name.startswith(durable.TEMP_PREFIX):
+            continue
+        is_dir = entry.is_dir(follow_symlinks=False)
+        key = name + "/" if is_dir else name
+        if last is not None and key <= last:
+            continue
+        if after is not None and key <= after and not (is_dir and after.startswith(key)):
+            continue
+        yield key, name, is_dir
