@@ -104,7 +104,7 @@ def test_a_digest_carries_the_removed_items_evidence(services: Services):
 def test_a_digest_of_many_sources_stays_a_valid_event(services: Services):
     from memnet.domain.compaction import Removed
     from memnet.domain.event_model import parse_event
-    from memnet.services.compaction import Target, digest_event
+    from memnet.services.compaction_digest import Target, digest_event
 
     profile = services.registry.get("project-copilot-v1")
     assert profile is not None
