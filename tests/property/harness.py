@@ -39,7 +39,11 @@ from memnet.services.audit import fold
 from tests.clients import ApiClient, DirectClient, Reply
 from tests.conftest import ADMIN_KEY, AGENT_KEY, REPO, make_settings
 
-MAX_SECONDS = 2.0  # "well under a second" is the aim; 2 s keeps a loaded CI box green
+# A bound on the work one request can cause, not a speed target (speed is measured by
+# bench/): unbounded work on a 1 MiB body (a quadratic parse, a deep recursion) takes
+# minutes, while the slowest bounded answer is ~0.7 s alone and was seen at 3.1 s on a
+# loaded 2-core CI box running the suite with -n 2 beside Azurite.
+MAX_SECONDS = 5.0
 WRITER_KEY = "property-writer-key"  # roles: write only (no read)
 PROFILE = json.loads((REPO / "profiles" / "project-copilot-v1.json").read_text())
 
