@@ -88,6 +88,13 @@ class UnsupportedMediaType(MemnetError):
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
+class TooManyRequests(MemnetError):
+    """A request quota is spent for now (spec 10.7: per user or per service);
+    ``retry_after`` says when the window resets."""
+
+    code = "QUOTA_EXCEEDED"
+
+
 class Unavailable(MemnetError):
     """A dependency (storage, queue, index) cannot be reached; retrying may succeed."""
 
