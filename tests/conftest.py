@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +22,7 @@ from memnet.services.event_index import INDEX_QUEUE
 from memnet.services.forget_ledger import FORGET_QUEUE
 from memnet.services.replay_writes import REPLAY_QUEUE
 from memnet.settings import Settings
+from tests import secret_scan
 from tests.azurite import azurite, azurite_queue
 from tests.clients import ApiClient, DirectClient, HttpClient
 
@@ -105,3 +109,120 @@ def doc_url(path: str = "user/user_dynamic.json", tenant: str = "t1", user: str 
 
 def dumps(value: object) -> bytes:
     return json.dumps(value).encode()
+
+
+# --- Nothing secret is logged (tests/secret_scan.py) -----------------------------------
+# Every record of every logger, at every level, goes to <run dir>/<worker>.log; the
+# controller (or the only process) scans the run's logs when the session ends and fails
+# it on a planted secret or a JWT. Its cost on the full suite is in tests/secret_scan.py.
+
+LOG_ROOT = REPO / ".pytest-logs"
+# The root logger's level during the run: below DEBUG, so every record is made, and
+# distinct from any level a test sets, so the gate below can tell it is ours.
+CAPTURE_LEVEL = 1
+_RUN_DIR = pytest.StashKey[Path]()
+_CAPTURE = pytest.StashKey["LogCapture"]()
+_FINDINGS = pytest.StashKey[list[secret_scan.Finding]]()
+
+
+@dataclass
+class LogCapture:
+    """The file handler on the root logger; the level the root logger had before, and
+    the level it would have had in the run without the capture."""
+
+    handler: logging.Handler
+    original_level: int
+    root_level: int
+
+    def gate(self, record: logging.LogRecord) -> bool:
+        """Whether ``record`` would have been made without the capture: what keeps every
+        other handler (pytest's ``caplog`` and report sections) seeing what it saw."""
+        level = logging.getLogger(record.name).getEffectiveLevel()
+        return record.levelno >= (self.root_level if level == CAPTURE_LEVEL else level)
+
+
+def worker_id(config: pytest.Config) -> str:
+    workerinput = getattr(config, "workerinput", None)
+    return str(workerinput["workerid"]) if workerinput else "main"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput:
+        run_dir = Path(workerinput["memnet_log_dir"])
+    else:
+        run_dir = secret_scan.new_run_dir(LOG_ROOT)
+    config.stash[_RUN_DIR] = run_dir
+    root = logging.getLogger()
+    handler = secret_scan.capture(run_dir / f"{worker_id(config)}.log")
+    capture = LogCapture(handler, root.level, min([root.level, *configured_log_levels(config)]))
+    config.stash[_CAPTURE] = capture
+    root.addHandler(capture.handler)
+    root.setLevel(CAPTURE_LEVEL)
+
+
+def configured_log_levels(config: pytest.Config) -> list[int]:
+    """The levels of pytest's ``--log-level``, ``--log-cli-level`` and ``--log-file-level``
+    that are set: pytest lowers the root logger to the lowest of them, so the gate must."""
+    levels = []
+    for name in ("log_level", "log_cli_level", "log_file_level"):
+        text = str(config.getoption(name) or config.getini(name) or "").upper()
+        level = int(text) if text.isdigit() else logging.getLevelName(text)
+        if text and isinstance(level, int):
+            levels.append(level)
+    return levels
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:  # xdist: each worker logs into this run's dir
+    node.workerinput["memnet_log_dir"] = str(node.config.stash[_RUN_DIR])
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Gate pytest's handlers, which it attaches around each test phase (the same
+    objects all session long, so each gets the filter once)."""
+    capture = item.config.stash[_CAPTURE]
+    for handler in logging.getLogger().handlers:
+        if handler is not capture.handler and capture.gate not in handler.filters:
+            handler.addFilter(capture.gate)
+
+
+@pytest.fixture
+def subprocess_log(request: pytest.FixtureRequest) -> Path:
+    """A file in this run's log directory for a subprocess's stdout and stderr, so the
+    secret scan reads it too."""
+    config = request.config
+    name = request.node.nodeid
+    return secret_scan.subprocess_log_path(config.stash[_RUN_DIR], worker_id(config), name)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The controller (or the only process) scans every log of the run, after the
+    workers have finished; a finding fails the session."""
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return
+    config.stash[_CAPTURE].handler.flush()
+    findings = secret_scan.scan(config.stash[_RUN_DIR].glob("*.log"))
+    config.stash[_FINDINGS] = findings
+    if findings:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    findings = config.stash.get(_FINDINGS, [])
+    if findings:
+        terminalreporter.section("secret scan", sep="=", red=True, bold=True)
+        terminalreporter.line(secret_scan.report(findings), red=True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    capture = config.stash.get(_CAPTURE, None)
+    if capture is None:
+        return
+    root = logging.getLogger()
+    root.removeHandler(capture.handler)
+    capture.handler.close()
+    if root.level == CAPTURE_LEVEL:
+        root.setLevel(capture.original_level)

@@ -41,6 +41,9 @@ from memnet.adapters.azure.search import (
 )
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
 from tests.contract.canned import CannedResponse
+from tests.secret_scan import PLANTED
+
+SEARCH_KEY = PLANTED["search api key"]  # a planted secret: the log scan looks for it
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "azure_search"
 ENDPOINT = "https://memnet-test.search.windows.net"
@@ -102,7 +105,7 @@ def transport() -> RecordingTransport:
 
 @pytest.fixture
 def index(transport: RecordingTransport) -> AzureSearchIndex:
-    credential = AzureKeyCredential("secret-admin-key")
+    credential = AzureKeyCredential(SEARCH_KEY)
     return AzureSearchIndex(ENDPOINT, INDEX, credential, transport=transport, retry_total=0)
 
 
@@ -138,7 +141,7 @@ def test_ensure_index_puts_the_json_definition_with_the_api_key(
     (sent,) = transport.sent
     assert (sent.method, sent.path) == ("PUT", f"/indexes('{INDEX}')")
     assert sent.query["api-version"] == ["2026-04-01"]
-    assert sent.headers["api-key"] == "secret-admin-key"
+    assert sent.headers["api-key"] == SEARCH_KEY
     assert sent.body == json.loads(INDEX_DEFINITION.read_text())
 
 
@@ -177,7 +180,7 @@ def test_upsert_sends_merge_or_upload_with_the_base64_key_and_every_field(
     index.upsert([event("evt_01", keywords=("memory",), project_ids=("alpha",), evidence="{}")])
     (sent,) = transport.sent
     assert (sent.method, sent.path) == ("POST", f"{DOCS}/search.index")
-    assert sent.headers["api-key"] == "secret-admin-key"
+    assert sent.headers["api-key"] == SEARCH_KEY
     (action,) = sent.body["value"]
     assert action["@search.action"] == "mergeOrUpload"
     assert action["id"] == "dDF8dTF8ZXZ0XzAx"

@@ -39,6 +39,9 @@ from memnet.domain.replay_contract import ExtractionRequest, TargetDocument, che
 from memnet.domain.transcript import parse_transcript
 from memnet.ports import ExtractorError
 from memnet.services.registry import load_registry
+from tests.secret_scan import PLANTED
+
+OPENAI_KEY = PLANTED["openai api key"]  # a planted secret: the log scan looks for it
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "openai"
@@ -186,7 +189,7 @@ def extraction_request(profile: Profile, transcript: Any = None) -> ExtractionRe
 
 def openai_extractor(server: FakeModelServer, **options: Any) -> ChatExtractor:
     options = {"timeout_seconds": 5.0, "max_retries": 2, **options}
-    return for_openai_compatible(f"{server.url}/v1", "sk-test-key", MODEL, **options)
+    return for_openai_compatible(f"{server.url}/v1", OPENAI_KEY, MODEL, **options)
 
 
 def completion_with(content: str | None, finish_reason: str = "stop") -> Any:
@@ -341,12 +344,12 @@ def test_the_request_carries_the_model_the_profile_schema_and_a_bounded_answer(
 ):
     server.queue(Answer(recorded("good.json")))
     extractor = for_openai_compatible(
-        f"{server.url}/v1", "sk-test-key", MODEL, max_tokens=2000, schemas=schemas
+        f"{server.url}/v1", OPENAI_KEY, MODEL, max_tokens=2000, schemas=schemas
     )
     extractor.extract(extraction_request(profile))
     [sent] = server.received
     assert sent.path == "/v1/chat/completions"
-    assert sent.headers["authorization"] == "Bearer sk-test-key"
+    assert sent.headers["authorization"] == f"Bearer {OPENAI_KEY}"
     assert sent.body["model"] == MODEL
     assert sent.body["max_tokens"] == 2000
     response_format = sent.body["response_format"]
@@ -374,12 +377,12 @@ def test_the_request_carries_the_model_the_profile_schema_and_a_bounded_answer(
 
 def test_azure_openai_with_a_key_sends_api_key_to_the_deployment(server, profile):
     server.queue(Answer(recorded("good.json")))
-    extractor = for_azure_openai(server.url, DEPLOYMENT, API_VERSION, api_key="azure-key")
+    extractor = for_azure_openai(server.url, DEPLOYMENT, API_VERSION, api_key=OPENAI_KEY)
     extractor.extract(extraction_request(profile))
     [sent] = server.received
     assert sent.path == f"/openai/deployments/{DEPLOYMENT}/chat/completions"
     assert sent.query == {"api-version": [API_VERSION]}
-    assert sent.headers["api-key"] == "azure-key"
+    assert sent.headers["api-key"] == OPENAI_KEY
     assert "authorization" not in sent.headers
     assert DEPLOYMENT in extractor.version
 

@@ -46,6 +46,7 @@ class Server:
     """``python -m funchost serve`` on a free port over ``data_dir``, restartable."""
 
     data_dir: Path
+    log: Path  # in the run's log directory: the secret scan reads it (tests/secret_scan.py)
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
 
@@ -60,7 +61,7 @@ class Server:
         )
         command = [sys.executable, "-m", "funchost", "serve", "--port", str(self.port)]
         command += ["--data-dir", str(self.data_dir), "--settings", "none.json"]
-        log = (self.data_dir.parent / "server.log").open("ab")
+        log = self.log.open("ab")
         self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
         log.close()
         wait_until(lambda: request(self.port, "GET", "/v1/health")[0] == 200, 20)
@@ -142,8 +143,8 @@ class Writer:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    running = Server(tmp_path / "data")
+def server(tmp_path: Path, subprocess_log: Path) -> Iterator[Server]:
+    running = Server(tmp_path / "data", subprocess_log)
     running.start()
     yield running
     if running.process is not None and running.process.poll() is None:
