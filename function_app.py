@@ -45,6 +45,11 @@ def get_health(req: func.HttpRequest) -> func.HttpResponse:
     return _call(health.get_health, req)
 
 
+@app.route(route="v1/health/details", methods=["GET"])
+def get_health_details(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(health.get_health_details, req)
+
+
 @app.route(route=DOCUMENT_ROUTE, methods=["GET"])
 def get_document(req: func.HttpRequest) -> func.HttpResponse:
     """Read a document (spec 10.1); a path ending in ``:history`` lists its changes."""

@@ -50,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
         default="local.settings.json",
         help="values file read like `func start` does (environment wins)",
     )
-    hashing = commands.add_parser("hash-key", help="print the SHA-256 to put in a callers file")
+    hashing = commands.add_parser(
+        "hash-key", help="print the digest for a callers file (MEMNET_API_KEY_PEPPER keys it)"
+    )
     hashing.add_argument("key")
     reindex = commands.add_parser(
         "reindex", help="queue a rebuild of the event search index from the event blobs"
@@ -112,9 +114,13 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _hash_key(args: argparse.Namespace) -> int:
+    """The digest for a callers file, keyed by ``MEMNET_API_KEY_PEPPER`` when it is set
+    (the environment, or the settings file ``serve`` reads)."""
+    import os
+
     from memnet.adapters.local.apikeys import hash_key
 
-    print(hash_key(args.key))
+    print(hash_key(args.key, os.environ.get("MEMNET_API_KEY_PEPPER") or None))
     return 0
 
 

@@ -71,7 +71,7 @@ def _replay(ref: SnapshotRef, args: argparse.Namespace) -> int:
     from memnet.settings import Settings
 
     _load_settings(args.settings)
-    settings = Settings.from_env()
+    settings = bootstrap.with_vault_secrets(Settings.from_env())
     services = bootstrap.build(settings)
     if not args.dry_run:
         record = services.replay.run(ref)
@@ -92,7 +92,7 @@ def _governance(args: argparse.Namespace) -> int:
 
     _load_settings(args.settings)
     try:
-        services = bootstrap.build(Settings.from_env())
+        services = bootstrap.build(bootstrap.with_vault_secrets(Settings.from_env()))
     except ConfigError as error:
         print(f"mem.net cannot start: {error}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ their own :class:`Services` with :func:`build` and install them with :func:`inst
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from memnet.services.forget_conversation import ForgetConversation
 from memnet.services.forget_ledger import JobSettings
 from memnet.services.holds import LegalHolds
 from memnet.services.idempotency import IdempotencyStore
+from memnet.services.quotas import QuotaLimits, Quotas
 from memnet.services.registry import ProfileRegistry, SchemaKey, load_registry
 from memnet.services.replay import ReplayService
 from memnet.services.replay_records import ReplayRecords
@@ -61,6 +63,7 @@ class Services:
     forget_conversation: ForgetConversation
     retention: RetentionService
     compaction: CompactionService
+    quotas: Quotas
 
 
 def build(
@@ -120,6 +123,7 @@ def build(
         settings.replay_retry_limit,
     )
     holds = LegalHolds(blobs, clock)
+    quotas = Quotas(blobs, clock, quota_limits(settings))
     forget = ForgetService(
         blobs,
         index,
@@ -129,6 +133,7 @@ def build(
         JobSettings(
             settings.job_max_seconds, settings.sweep_page_size, settings.forget_grace_seconds
         ),
+        quotas.forget_user,
     )
     return Services(
         settings,
@@ -159,6 +164,17 @@ def build(
             settings.sweep_page_size,
             settings.job_max_seconds,
         ),
+        quotas=quotas,
+    )
+
+
+def quota_limits(settings: Settings) -> QuotaLimits:
+    return QuotaLimits(
+        settings.quota_user_requests,
+        settings.quota_user_writes,
+        settings.quota_service_requests,
+        settings.quota_service_writes,
+        settings.quota_window_seconds,
     )
 
 
@@ -294,10 +310,52 @@ def make_extractor(settings: Settings, schemas: Mapping[SchemaKey, Any] | None =
 
 
 def _authenticator(settings: Settings) -> Authenticator:
-    from memnet.adapters.local.apikeys import ApiKeyAuthenticator
+    """The modes ``MEMNET_AUTH`` names, all reading their callers from the callers file."""
+    from memnet.adapters.callers import CallerModes, EntraAuthenticator
+    from memnet.adapters.local.apikeys import ApiKeyAuthenticator, principal_map, read_entries
 
     assert settings.callers_file is not None  # Settings.check guarantees it
-    return ApiKeyAuthenticator.from_file(settings.callers_file)
+    source = str(settings.callers_file)
+    entries = read_entries(settings.callers_file)
+    principals = principal_map(entries, source)
+    modes: dict[str, Authenticator] = {}
+    if "apikeys" in settings.auth_modes:
+        modes["api_keys"] = ApiKeyAuthenticator.from_entries(
+            entries, source, settings.api_key_pepper
+        )
+    if "entra" in settings.auth_modes:
+        from memnet.adapters.azure.entra import JwtVerifier
+
+        verifier = JwtVerifier(
+            settings.entra_metadata,
+            settings.entra_audiences,
+            leeway_seconds=settings.entra_leeway_seconds,
+        )
+        modes["entra"] = EntraAuthenticator(verifier, principals)
+    if "appservice" in settings.auth_modes:
+        from memnet.adapters.azure.appservice import AppServiceAuthenticator
+
+        modes["app_service"] = AppServiceAuthenticator(principals)
+    return CallerModes(**modes)
+
+
+def with_vault_secrets(settings: Settings) -> Settings:
+    """``settings`` with the secrets it lacks read from ``MEMNET_KEYVAULT_URL`` (managed
+    identity); a secret set in the environment (or the local settings file) wins."""
+    if not settings.keyvault_url:
+        return settings
+    from memnet.adapters.azure.secrets import VAULT_SECRET_NAMES, read_vault_secrets
+
+    fields = {
+        "MEMNET_API_KEY_PEPPER": "api_key_pepper",
+        "MEMNET_OPENAI_API_KEY": "extractor_api_key",
+        "MEMNET_SEARCH_API_KEY": "search_api_key",
+    }
+    missing = {s: f for s, f in fields.items() if getattr(settings, f) is None}
+    found = read_vault_secrets(settings.keyvault_url, [VAULT_SECRET_NAMES[s] for s in missing])
+    names = {f: VAULT_SECRET_NAMES[s] for s, f in missing.items()}
+    changes: dict[str, Any] = {f: found[n] for f, n in names.items() if n in found}
+    return dataclasses.replace(settings, **changes)
 
 
 _lock = threading.Lock()
@@ -309,7 +367,7 @@ def services() -> Services:
     global _services
     with _lock:
         if _services is None:
-            _services = build(Settings.from_env())
+            _services = build(with_vault_secrets(Settings.from_env()))
         return _services
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from memnet.domain.errors import ConfigError
 
 STORAGE_KINDS = ("local", "azure")
 EXTRACTORS = ("rules", "openai", "azure-openai")
+AUTH_MODES = ("apikeys", "entra", "appservice")
+ENTRA_AUTHORITY = "https://login.microsoftonline.com"
 
 
 @dataclass(frozen=True)
@@ -20,7 +22,7 @@ class Settings:
     data_dir: Path = Path(".memnet")
     profiles_dir: Path = Path("profiles")
     callers_file: Path | None = None
-    blob_connection_string: str | None = None
+    blob_connection_string: str | None = field(default=None, repr=False)  # secret
     blob_account_url: str | None = None
     blob_container: str = "memnet"
     local_fsync: bool = True
@@ -28,12 +30,12 @@ class Settings:
     idempotency_lease_seconds: int = 30
     max_body_bytes: int = 1_048_576
     history_limit: int = 100
-    queue_connection_string: str | None = None
+    queue_connection_string: str | None = field(default=None, repr=False)  # secret
     queue_account_url: str | None = None
     search: str = "local"
     search_endpoint: str | None = None
     search_index_name: str = "memnet-events"
-    search_api_key: str | None = None
+    search_api_key: str | None = field(default=None, repr=False)  # secret
     search_max_postings: int = 512
     context_index_ttl_seconds: float = 1.0
     context_semantic_ttl_seconds: float = 30.0
@@ -43,7 +45,7 @@ class Settings:
     keyvault_key_id: str | None = None
     extractor: str = "rules"
     extractor_base_url: str | None = None
-    extractor_api_key: str | None = None
+    extractor_api_key: str | None = field(default=None, repr=False)  # secret
     extractor_model: str | None = None
     azure_openai_endpoint: str | None = None
     azure_openai_deployment: str | None = None
@@ -61,6 +63,18 @@ class Settings:
     sweep_page_size: int = 1000
     forget_grace_seconds: int = 60
     forget_quiet_seconds: int = 3600
+    auth_modes: tuple[str, ...] = ("apikeys",)
+    api_key_pepper: str | None = field(default=None, repr=False)  # secret
+    entra_tenant_id: str | None = None
+    entra_audiences: tuple[str, ...] = ()
+    entra_metadata_url: str | None = None  # default: the tenant's v2.0 OpenID configuration
+    entra_leeway_seconds: int = 60
+    keyvault_url: str | None = None  # secrets not set here are read from this vault
+    quota_user_requests: int = 0  # per window; 0: no quota
+    quota_user_writes: int = 0
+    quota_service_requests: int = 0
+    quota_service_writes: int = 0
+    quota_window_seconds: int = 60
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -111,6 +125,18 @@ class Settings:
             sweep_page_size=_int(env, "MEMNET_SWEEP_PAGE_SIZE", 1000),
             forget_grace_seconds=_int(env, "MEMNET_FORGET_GRACE_SECONDS", 60),
             forget_quiet_seconds=_int(env, "MEMNET_FORGET_QUIET_SECONDS", 3600),
+            auth_modes=_list(env, "MEMNET_AUTH", ("apikeys",)),
+            api_key_pepper=env.get("MEMNET_API_KEY_PEPPER") or None,
+            entra_tenant_id=env.get("MEMNET_ENTRA_TENANT_ID") or None,
+            entra_audiences=_list(env, "MEMNET_ENTRA_AUDIENCES", ()),
+            entra_metadata_url=env.get("MEMNET_ENTRA_METADATA_URL") or None,
+            entra_leeway_seconds=_int(env, "MEMNET_ENTRA_LEEWAY_SECONDS", 60),
+            keyvault_url=env.get("MEMNET_KEYVAULT_URL") or None,
+            quota_user_requests=_int(env, "MEMNET_QUOTA_USER_REQUESTS", 0),
+            quota_user_writes=_int(env, "MEMNET_QUOTA_USER_WRITES", 0),
+            quota_service_requests=_int(env, "MEMNET_QUOTA_SERVICE_REQUESTS", 0),
+            quota_service_writes=_int(env, "MEMNET_QUOTA_SERVICE_WRITES", 0),
+            quota_window_seconds=_int(env, "MEMNET_QUOTA_WINDOW_SECONDS", 60),
         )
         settings.check()
         return settings
@@ -135,6 +161,7 @@ class Settings:
         if self.search == "azure" and not self.search_endpoint:
             raise ConfigError("settings", "MEMNET_SEARCH_ENDPOINT", "azure search needs it")
         self._check_replay()
+        self._check_auth()
         if self.callers_file is None:
             raise ConfigError(
                 "settings",
@@ -177,6 +204,27 @@ class Settings:
         if not 1 <= self.sweep_page_size <= 5000:
             raise ConfigError("settings", "MEMNET_SWEEP_PAGE_SIZE", "must be from 1 to 5000")
 
+    def _check_auth(self) -> None:
+        unknown = sorted(set(self.auth_modes) - set(AUTH_MODES))
+        if unknown or not self.auth_modes:
+            raise ConfigError("settings", "MEMNET_AUTH", f"must name some of {AUTH_MODES}")
+        if "entra" in self.auth_modes and not (self.entra_tenant_id or self.entra_metadata_url):
+            raise ConfigError("settings", "MEMNET_ENTRA_TENANT_ID", "entra auth needs it")
+        if "entra" in self.auth_modes and not self.entra_audiences:
+            raise ConfigError(
+                "settings", "MEMNET_ENTRA_AUDIENCES", "entra auth needs the API's audience(s)"
+            )
+        if not 1 <= self.quota_window_seconds <= 3600:
+            raise ConfigError("settings", "MEMNET_QUOTA_WINDOW_SECONDS", "must be from 1 to 3600")
+
+    @property
+    def entra_metadata(self) -> str:
+        """The OpenID configuration tokens are checked against."""
+        if self.entra_metadata_url:
+            return self.entra_metadata_url
+        tenant = self.entra_tenant_id
+        return f"{ENTRA_AUTHORITY}/{tenant}/v2.0/.well-known/openid-configuration"
+
     @property
     def snapshot_key_file(self) -> Path:
         return self.key_file or self.data_dir / "keys" / "snapshot-kek.json"
@@ -184,6 +232,12 @@ class Settings:
 
 def _path(value: str | None) -> Path | None:
     return Path(value) if value else None
+
+
+def _list(env: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """A comma-separated list, or ``default`` when unset."""
+    text = env.get(name, "")
+    return tuple(p.strip() for p in text.split(",") if p.strip()) if text.strip() else default
 
 
 def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:

@@ -6,6 +6,7 @@ from typing import Any
 
 from memnet import bootstrap
 from memnet.api import parsing
+from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.domain.errors import BadRequest
@@ -25,7 +26,7 @@ RENDERS = ("json", "text")
 @endpoint
 def assemble_context(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request, write=False)
     body = parsing.json_body(request, services.settings.max_body_bytes, FIELDS)
     assembled = services.context.assemble(caller, _request(request, body))
     return ApiResponse.json(200, assembled)

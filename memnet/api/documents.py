@@ -9,6 +9,7 @@ from typing import Any
 
 from memnet import bootstrap
 from memnet.api import parsing
+from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
@@ -27,7 +28,7 @@ PUT_FIELDS = frozenset({"profile_id", "binding_id", "content", "reason", "eviden
 
 
 def _caller(request: ApiRequest) -> Caller:
-    return bootstrap.services().authenticator.authenticate(request.headers)
+    return caller_of(request)
 
 
 @endpoint

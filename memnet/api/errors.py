@@ -17,6 +17,7 @@ from memnet.domain.errors import (
     NotFound,
     PayloadTooLarge,
     PreconditionRequired,
+    TooManyRequests,
     Unauthenticated,
     Unavailable,
     Unprocessable,
@@ -34,6 +35,7 @@ STATUS: dict[type[MemnetError], int] = {
     UnsupportedMediaType: 415,
     Unprocessable: 422,
     PreconditionRequired: 428,
+    TooManyRequests: 429,
     Unavailable: 503,
 }
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from memnet import bootstrap
 from memnet.api import parsing
+from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
@@ -43,7 +44,7 @@ def _scope(request: ApiRequest) -> tuple[str, str]:
 @endpoint
 def write_event(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request)
     body = parsing.json_body(request, services.settings.max_body_bytes, None)  # model checks
     tenant_id, user_id = _scope(request)
     key = parsing.idempotency_key(request)
@@ -56,7 +57,7 @@ def write_event(request: ApiRequest, request_id: str) -> ApiResponse:
 @endpoint
 def get_event(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request)
     tenant_id, user_id = _scope(request)
     event_id = check_identifier("event_id", request.route_params.get("event_id", ""))
     return ApiResponse.json(200, services.events.get(caller, tenant_id, user_id, event_id))
@@ -65,7 +66,7 @@ def get_event(request: ApiRequest, request_id: str) -> ApiResponse:
 @endpoint
 def search_events(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request, write=False)
     body = parsing.json_body(request, services.settings.max_body_bytes, SEARCH_FIELDS)
     tenant_id, user_id = _scope(request)
     query = _query(tenant_id, user_id, body)
@@ -76,7 +77,7 @@ def search_events(request: ApiRequest, request_id: str) -> ApiResponse:
 @endpoint
 def reindex(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request, metered=False)
     body = parsing.json_body(
         request, services.settings.max_body_bytes, frozenset({"tenant_id", "user_id"})
     )

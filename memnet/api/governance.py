@@ -7,6 +7,7 @@ from typing import Any
 
 from memnet import bootstrap
 from memnet.api import parsing
+from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.domain.errors import BadRequest
@@ -24,7 +25,7 @@ def _ids(request: ApiRequest, *kinds: str) -> list[str]:
 @endpoint
 def forget_user(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request)
     tenant_id, user_id = _ids(request, "tenant_id", "user_id")
     return ApiResponse.json(202, services.forget.request(caller, tenant_id, user_id))
 
@@ -32,7 +33,7 @@ def forget_user(request: ApiRequest, request_id: str) -> ApiResponse:
 @endpoint
 def forget_status(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request)
     tenant_id, user_id = _ids(request, "tenant_id", "user_id")
     return ApiResponse.json(200, services.forget.status(caller, tenant_id, user_id))
 
@@ -40,7 +41,7 @@ def forget_status(request: ApiRequest, request_id: str) -> ApiResponse:
 @endpoint
 def forget_conversation(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request)
     ids = _ids(request, "tenant_id", "user_id", "conversation_id")
     return ApiResponse.json(202, services.forget_conversation.request(caller, *ids))
 
@@ -48,7 +49,7 @@ def forget_conversation(request: ApiRequest, request_id: str) -> ApiResponse:
 @endpoint
 def forget_conversation_status(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request)
     ids = _ids(request, "tenant_id", "user_id", "conversation_id")
     return ApiResponse.json(200, services.forget_conversation.status(caller, *ids))
 
@@ -56,7 +57,7 @@ def forget_conversation_status(request: ApiRequest, request_id: str) -> ApiRespo
 @endpoint
 def get_receipt(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request)
     tenant_id, receipt_id = _ids(request, "tenant_id", "receipt_id")
     return ApiResponse.json(200, services.forget.receipt(caller, tenant_id, receipt_id))
 
@@ -68,7 +69,7 @@ def get_receipt(request: ApiRequest, request_id: str) -> ApiResponse:
 def set_hold(request: ApiRequest, request_id: str) -> ApiResponse:
     """PUT a hold on the tenant, or on one user when the route names one."""
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request, metered=False)
     tenant_id, user_id = _hold_scope(request)
     caller.require(tenant_id, "admin")
     body = parse_hold(parsing.json_body(request, services.settings.max_body_bytes, HOLD_FIELDS))
@@ -78,7 +79,7 @@ def set_hold(request: ApiRequest, request_id: str) -> ApiResponse:
 @endpoint
 def clear_hold(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request, metered=False)
     tenant_id, user_id = _hold_scope(request)
     caller.require(tenant_id, "admin")
     return ApiResponse.json(200, services.holds.clear(tenant_id, user_id, caller.caller_id))
@@ -87,7 +88,7 @@ def clear_hold(request: ApiRequest, request_id: str) -> ApiResponse:
 @endpoint
 def list_holds(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
-    caller = services.authenticator.authenticate(request.headers)
+    caller = caller_of(request, metered=False)
     (tenant_id,) = _ids(request, "tenant_id")
     caller.require(tenant_id, "admin")
     return ApiResponse.json(200, services.holds.policy(tenant_id))

@@ -1,14 +1,29 @@
-"""``GET /v1/health``: unauthenticated, reports the backends in use, touches no user data."""
+"""Health. ``GET /v1/health`` is unauthenticated and says only that the app is up (a
+load balancer's probe needs no more, and an anonymous caller learns nothing about the
+deployment); ``GET /v1/health/details`` names the backends, the authentication modes and
+the profiles, for an authenticated caller with the ``admin`` or ``debug`` role."""
 
 from __future__ import annotations
 
 from memnet import bootstrap
+from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
+from memnet.domain.errors import Forbidden
+
+DETAIL_ROLES = frozenset({"admin", "debug"})
 
 
 @endpoint
 def get_health(request: ApiRequest, request_id: str) -> ApiResponse:
+    return ApiResponse.json(200, {"status": "ok"})
+
+
+@endpoint
+def get_health_details(request: ApiRequest, request_id: str) -> ApiResponse:
+    caller = caller_of(request, metered=False)
+    if not caller.roles & DETAIL_ROLES:
+        raise Forbidden("Health details need the admin or debug role.", code="ROLE_FORBIDDEN")
     services = bootstrap.services()
     return ApiResponse.json(
         200,
@@ -18,6 +33,7 @@ def get_health(request: ApiRequest, request_id: str) -> ApiResponse:
             "queue": services.queue.describe(),
             "search": services.index.describe(),
             "auth": services.authenticator.describe(),
+            "quotas": services.quotas.describe(),
             "profiles": services.registry.profile_ids(),
         },
     )

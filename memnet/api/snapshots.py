@@ -13,6 +13,7 @@ from typing import Any
 
 from memnet import bootstrap
 from memnet.api import parsing
+from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.domain.callers import Caller
@@ -44,7 +45,7 @@ RECORD_FIELDS = (
 
 
 def _caller(request: ApiRequest) -> Caller:
-    return bootstrap.services().authenticator.authenticate(request.headers)
+    return caller_of(request)
 
 
 def _ref(request: ApiRequest) -> SnapshotRef:

@@ -23,10 +23,22 @@ class Caller:
     profiles: frozenset[str]
     roles: frozenset[str]
     services: frozenset[str] = frozenset()  # besides its own caller_id; ANY: every service
+    user_id: str | None = None  # a delegated (user's own) token: bound to this one user
+
+    def require_user(self, user_id: str | None) -> None:
+        """Raise 403 unless this caller may act for ``user_id`` (None: a route about no
+        one user, such as a tenant's holds, which a user-bound caller may not use)."""
+        if self.user_id is not None and user_id != self.user_id:
+            raise Forbidden(
+                "A user's own token reaches only that user's memory.", code="USER_FORBIDDEN"
+            )
+
+    def bound_to(self, tenant_id: str) -> bool:
+        return ANY in self.tenants or tenant_id in self.tenants
 
     def require(self, tenant_id: str, role: str) -> None:
         """Raise 403 unless this caller holds ``role`` in ``tenant_id``."""
-        if ANY not in self.tenants and tenant_id not in self.tenants:
+        if not self.bound_to(tenant_id):
             raise Forbidden("Caller is not bound to this tenant.", code="TENANT_FORBIDDEN")
         if role not in self.roles:
             raise Forbidden(f"Caller lacks the {role!r} role.", code="ROLE_FORBIDDEN", role=role)

@@ -22,7 +22,7 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from itertools import islice
 from typing import Any
@@ -92,7 +92,9 @@ class ForgetService:
         holds: LegalHolds,
         clock: Clock,
         settings: JobSettings,
+        forget_counters: Callable[[str, str], object] = lambda tenant_id, user_id: None,
     ) -> None:
+        self._forget_counters = forget_counters  # the user's quota counters (not memory)
         self._blobs, self._index, self._queue = blobs, index, queue
         self._holds, self._clock, self._settings = holds, clock, settings
         self.jobs = JobStore(blobs, clock)
@@ -320,6 +322,7 @@ class ForgetService:
 
     def _finish(self, job: Job) -> Job:
         state = job.state
+        self._forget_counters(state["tenant_id"], state["user_id"])
         self.write_receipt(state, build_receipt(state))
         self._holds.log(
             state["tenant_id"],

@@ -7,7 +7,7 @@ import pytest
 from memnet.bootstrap import Services
 from tests.api.test_documents import create
 from tests.clients import ApiClient
-from tests.conftest import doc_url
+from tests.conftest import ADMIN_KEY, PRIVACY_KEY, doc_url
 
 CONTENT = {"profile": {"display_name": "Ada"}}
 
@@ -135,19 +135,31 @@ def test_oversized_body_is_413(client: ApiClient):
     assert reply.status == 413 and reply.error_code == "PAYLOAD_TOO_LARGE"
 
 
-def test_health_needs_no_key_and_names_backends(client: ApiClient, services: Services):
+def test_health_needs_no_key_and_says_only_that_the_app_is_up(client: ApiClient):
     reply = client.as_key(None).request("GET", "/v1/health")
+    assert reply.status == 200 and reply.data == {"status": "ok"}
+
+
+def test_health_details_name_backends_for_an_admin(client: ApiClient, services: Services):
+    reply = client.as_key(ADMIN_KEY).request("GET", "/v1/health/details")
     assert reply.status == 200
     expected = "azure blob container" if services.settings.storage == "azure" else "local files"
     assert reply.data["storage"].startswith(expected)
     queue = "azure storage queues" if services.settings.storage == "azure" else "sqlite queue"
     assert reply.data["queue"].startswith(queue)
     assert reply.data["search"].startswith("sqlite search index")
+    assert reply.data["auth"].startswith("api keys")
     assert reply.data["profiles"] == ["project-copilot-v1"]
 
 
-def test_health_shows_no_storage_paths(client: ApiClient, services: Services):
-    reply = client.as_key(None).request("GET", "/v1/health")
+@pytest.mark.parametrize(("key", "status"), [(None, 401), (PRIVACY_KEY, 403)])
+def test_health_details_need_an_admin_or_debug_caller(client: ApiClient, key, status):
+    reply = client.as_key(key).request("GET", "/v1/health/details")
+    assert reply.status == status and reply.data["error"]["request_id"]
+
+
+def test_health_details_show_no_storage_paths(client: ApiClient, services: Services):
+    reply = client.as_key(ADMIN_KEY).request("GET", "/v1/health/details")
     text = reply.body.decode()
     assert str(services.settings.data_dir) not in text
     assert str(services.settings.data_dir.resolve()) not in text
