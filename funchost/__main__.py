@@ -85,7 +85,7 @@ def _load(args: argparse.Namespace) -> Services:
         os.environ["MEMNET_DATA_DIR"] = args.data_dir
     from memnet import bootstrap
 
-    return bootstrap.services()
+    return bootstrap.start()
 
 
 def _serve(args: argparse.Namespace) -> int:

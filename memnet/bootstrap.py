@@ -7,13 +7,16 @@ their own :class:`Services` with :func:`build` and install them with :func:`inst
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from memnet.adapters.clock import SystemClock
+from memnet.domain.errors import ConfigError, Unavailable
 from memnet.domain.similarity import LexicalSimilarity, Similarity
 from memnet.ports import (
     Authenticator,
@@ -335,7 +338,10 @@ def _authenticator(settings: Settings) -> Authenticator:
     if "appservice" in settings.auth_modes:
         from memnet.adapters.azure.appservice import AppServiceAuthenticator
 
-        modes["app_service"] = AppServiceAuthenticator(principals)
+        assert settings.entra_tenant_id is not None  # Settings.check guarantees it
+        modes["app_service"] = AppServiceAuthenticator(
+            principals, settings.entra_tenant_id, settings.entra_audiences
+        )
     return CallerModes(**modes)
 
 
@@ -360,19 +366,54 @@ def with_vault_secrets(settings: Settings) -> Settings:
 
 _lock = threading.Lock()
 _services: Services | None = None
+_failed_at: float | None = None
+RETRY_BUILD_SECONDS = 30.0
+log = logging.getLogger("memnet.bootstrap")
 
 
 def services() -> Services:
-    """The process-wide services, built from the environment on first call."""
-    global _services
+    """The process-wide services, built from the environment on first call.
+
+    A build that fails (a broken setting, a vault that refuses or cannot be reached) is
+    logged once and answered with 503 ``NOT_READY``; the build is tried again at most
+    every :data:`RETRY_BUILD_SECONDS`, so requests do not queue behind credential
+    timeouts, and the health probe reports the instance as not ready meanwhile."""
+    global _services, _failed_at
     with _lock:
-        if _services is None:
-            _services = build(with_vault_secrets(Settings.from_env()))
+        if _services is not None:
+            return _services
+        if _failed_at is not None and time.monotonic() - _failed_at < RETRY_BUILD_SECONDS:
+            raise _not_ready()
+        try:
+            settings = with_vault_secrets(Settings.from_env())
+            _services = build(settings)
+        except Exception as exc:
+            _failed_at = time.monotonic()
+            log.error("mem.net could not start: %s", exc, exc_info=not isinstance(exc, ConfigError))
+            raise _not_ready() from exc
+        _failed_at = None
         return _services
+
+
+def start() -> Services:
+    """Build now and install: for the local host and commands, where a broken setting
+    should stop the process with its own error rather than answer 503."""
+    built = build(with_vault_secrets(Settings.from_env()))
+    install(built)
+    return built
+
+
+def _not_ready() -> Unavailable:
+    return Unavailable(
+        "The service is not ready: its configuration or a dependency failed at startup "
+        "(see the log).",
+        code="NOT_READY",
+        retry_after=int(RETRY_BUILD_SECONDS),
+    )
 
 
 def install(replacement: Services | None) -> None:
     """Use ``replacement`` from now on (tests); ``None`` rebuilds from settings next time."""
-    global _services
+    global _services, _failed_at
     with _lock:
-        _services = replacement
+        _services, _failed_at = replacement, None

@@ -210,6 +210,12 @@ class Settings:
             raise ConfigError("settings", "MEMNET_AUTH", f"must name some of {AUTH_MODES}")
         if "entra" in self.auth_modes and not (self.entra_tenant_id or self.entra_metadata_url):
             raise ConfigError("settings", "MEMNET_ENTRA_TENANT_ID", "entra auth needs it")
+        if "appservice" in self.auth_modes and not self.entra_tenant_id:
+            raise ConfigError(
+                "settings",
+                "MEMNET_ENTRA_TENANT_ID",
+                "appservice auth needs it (principals are pinned to it)",
+            )
         if "entra" in self.auth_modes and not self.entra_audiences:
             raise ConfigError(
                 "settings", "MEMNET_ENTRA_AUDIENCES", "entra auth needs the API's audience(s)"

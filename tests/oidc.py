@@ -210,6 +210,7 @@ class LocalEntra:
     def claims(self, **overrides: Any) -> dict[str, Any]:
         """Claims of a v2 app-only access token; an override of ``None`` removes the claim."""
         now = int(self.clock())
+        service_principal = str(uuid.uuid4())  # an app-only token: sub equals oid
         base: dict[str, Any] = {
             "aud": self.audience,
             "iss": self.issuer,
@@ -219,10 +220,10 @@ class LocalEntra:
             "aio": b64url(uuid.uuid4().bytes),
             "azp": self.client_id,
             "azpacr": "2",
-            "oid": str(uuid.uuid4()),
+            "oid": service_principal,
             "rh": "0.AAAA" + b64url(uuid.uuid4().bytes),
             "roles": ["Memory.ReadWrite"],
-            "sub": str(uuid.uuid4()),
+            "sub": service_principal,
             "tid": self.tenant_id,
             "uti": b64url(uuid.uuid4().bytes),
             "ver": "2.0",

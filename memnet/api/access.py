@@ -2,9 +2,11 @@
 request proves, the one user a delegated token is bound to, and the request quotas.
 
 Quotas are charged after authentication, and a user's buckets only when the caller is
-bound to the user's tenant: a caller cannot spend another tenant's users' quota by
-sending requests it will be refused. Health is not metered (it touches nothing) and
-neither are the admin routes (operators' few calls: reindex, legal holds).
+bound to the user's tenant, holds a role that can do this kind of request, and names
+well-formed ids: a caller cannot spend a user's quota (or create counters for made-up
+users) with requests it will be refused on those grounds. Health is not metered (it
+touches nothing) and neither are the admin routes (operators' few calls: reindex, legal
+holds).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from memnet import bootstrap
 from memnet.api.http import ApiRequest
 from memnet.domain.callers import Caller
+from memnet.domain.identifiers import SEGMENT
 
 
 def caller_of(request: ApiRequest, *, write: bool | None = None, metered: bool = True) -> Caller:
@@ -23,11 +26,26 @@ def caller_of(request: ApiRequest, *, write: bool | None = None, metered: bool =
     user_id = request.route_params.get("user_id")
     caller.require_user(user_id)
     if metered:
-        charged_user = user_id if tenant_id is not None and caller.bound_to(tenant_id) else None
+        writes = request.method != "GET" if write is None else write
+        mine = _may_spend(caller, tenant_id, user_id, writes)
         services.quotas.charge(
             caller.caller_id,
-            tenant_id if charged_user else None,
-            charged_user,
-            write=request.method != "GET" if write is None else write,
+            tenant_id if mine else None,
+            user_id if mine else None,
+            write=writes,
         )
     return caller
+
+
+_WRITE_ROLES = frozenset({"write", "admin", "forget"})
+_READ_ROLES = frozenset({"read", "admin", "forget", "snapshots", "debug"})
+
+
+def _may_spend(caller: Caller, tenant_id: str | None, user_id: str | None, write: bool) -> bool:
+    """Whether this request may spend the user's quota: the tenant is the caller's, a
+    role of the caller can do this kind of request, and both ids are well formed."""
+    if tenant_id is None or user_id is None or not caller.bound_to(tenant_id):
+        return False
+    if not caller.roles & (_WRITE_ROLES if write else _READ_ROLES):
+        return False
+    return bool(SEGMENT.fullmatch(tenant_id) and SEGMENT.fullmatch(user_id))

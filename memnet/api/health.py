@@ -1,7 +1,8 @@
-"""Health. ``GET /v1/health`` is unauthenticated and says only that the app is up (a
-load balancer's probe needs no more, and an anonymous caller learns nothing about the
-deployment); ``GET /v1/health/details`` names the backends, the authentication modes and
-the profiles, for an authenticated caller with the ``admin`` or ``debug`` role."""
+"""Health. ``GET /v1/health`` is unauthenticated and says only that the app is up and
+ready (a load balancer's probe needs no more, and an anonymous caller learns nothing
+about the deployment); ``GET /v1/health/details`` names the backends, the
+authentication modes and the profiles, for an authenticated caller with the ``admin``
+or ``debug`` role."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ DETAIL_ROLES = frozenset({"admin", "debug"})
 
 @endpoint
 def get_health(request: ApiRequest, request_id: str) -> ApiResponse:
+    """``ok`` once the services are built; ``503 NOT_READY`` while they cannot be (a
+    broken setting, an unreachable vault), so a probe takes the instance out."""
+    bootstrap.services()
     return ApiResponse.json(200, {"status": "ok"})
 
 

@@ -23,6 +23,10 @@ from memnet.domain.callers import Caller
 from memnet.domain.errors import ConfigError, Forbidden, Unauthenticated
 from memnet.domain.identifiers import SEGMENT
 
+# What a user's own (delegated) token may do, whatever its app roles: the user's own
+# memory, never the operators' roles (admin: holds, reindex, any service; debug).
+DELEGATED_ROLES = frozenset({"read", "write", "forget", "snapshots"})
+
 # The app roles the API's app registration declares (value -> mem.net role).
 APP_ROLES: Mapping[str, str] = {
     "Memory.Read": "read",
@@ -44,14 +48,24 @@ class Principal:
 
 def principal_from_claims(claims: Mapping[str, Any]) -> Principal:
     """The principal of verified claims. Malformed claims are not trusted: a role that
-    is not a string is ignored, and ids that are not strings are absent."""
+    is not a string is ignored, and ids that are not strings are absent.
+
+    A user's token carries ``scp`` (or ``idtyp: user``); an application token carries
+    neither, and is recognised positively (``idtyp: app``, or ``sub`` equal to ``oid``,
+    which holds only for a service principal): a token that is neither is refused rather
+    than given an application's reach over every user."""
     roles = claims.get("roles")
     role_list = roles if isinstance(roles, list) else []
+    object_id = _text(claims.get("oid"))
+    kind = claims.get("idtyp")
+    delegated = "scp" in claims or kind == "user"
+    if not delegated and kind != "app" and (object_id is None or claims.get("sub") != object_id):
+        raise Unauthenticated("The token is neither an application's nor a signed-in user's.")
     return Principal(
         app_id=_text(claims.get("azp")) or _text(claims.get("appid")),
-        object_id=_text(claims.get("oid")),
+        object_id=object_id,
         roles=frozenset(r for r in role_list if isinstance(r, str)),
-        delegated="scp" in claims,
+        delegated=delegated,
     )
 
 
@@ -88,6 +102,8 @@ class PrincipalMap:
         """The caller ``principal`` is, or 401/403 in the error shape."""
         grant, user_id = self._grant(principal)
         roles = frozenset(APP_ROLES[r] for r in principal.roles if r in APP_ROLES) & grant.roles
+        if user_id is not None:
+            roles &= DELEGATED_ROLES
         if not roles:
             raise Forbidden(
                 "The token carries no mem.net app role this caller may hold.",

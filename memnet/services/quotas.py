@@ -24,7 +24,8 @@ back to this instance's pool. Once a bucket's counter is spent, this instance re
 it from memory until the window ends. Fixed windows admit up to twice the limit in W
 seconds straddling a boundary, as any fixed-window quota does.
 
-Failures: a storage error while reserving admits the request unmetered and logs a
+Failures: storage being unavailable (:class:`~memnet.ports.StorageUnavailable`) while
+reserving admits the request unmetered and logs a
 warning with no ids. Quotas protect fair use, not data, and the request itself will
 meet the same storage. After ``_CAS_ATTEMPTS`` lost compare-and-swaps in a row (that
 many other reservations landed meanwhile) the request is refused with Retry-After 1.
@@ -41,7 +42,14 @@ import threading
 from dataclasses import dataclass, field
 
 from memnet.domain.errors import TooManyRequests
-from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed, StorageError
+from memnet.ports import (
+    BlobNotFound,
+    BlobStore,
+    Clock,
+    Condition,
+    PreconditionFailed,
+    StorageUnavailable,
+)
 
 PREFIX = "_quotas/"
 MAX_BATCH = 50
@@ -218,7 +226,7 @@ class Quotas:
                 return None
             except PreconditionFailed:
                 continue
-            except StorageError as exc:
+            except StorageUnavailable as exc:
                 log.warning("quota counter unreachable, request admitted: %s", type(exc).__name__)
                 return _Outcome.UNMETERED
         return _Outcome.CONTENDED

@@ -25,6 +25,8 @@ APP_ID = "11111111-1111-4111-8111-111111111111"  # the calling service's applica
 SP_ID = "22222222-2222-4222-8222-222222222222"  # its service principal
 USER_OID = "33333333-3333-4333-8333-333333333333"  # a signed-in user
 OTHER_APP = "44444444-4444-4444-8444-444444444444"
+TENANT = "77777777-7777-4777-8777-777777777777"  # the Entra tenant the platform trusts
+AUDIENCE = "api://memnet-test"
 
 SERVICE = {
     "caller_id": "assistant-web",
@@ -36,11 +38,28 @@ SERVICE = {
 }
 
 
-def principal(roles: list[str], *, app: str = APP_ID, oid: str = SP_ID, scp: bool = False) -> str:
+def principal(
+    roles: list[str],
+    *,
+    app: str = APP_ID,
+    oid: str = SP_ID,
+    scp: bool = False,
+    tenant: str = TENANT,
+    audience: str = AUDIENCE,
+    sub: str | None = None,
+) -> str:
+    """The platform's header for a validated token: an application's (``sub`` is its
+    service principal, as in Entra's app-only tokens) or, with ``scp``, a user's."""
     claims = [{"typ": "roles", "val": r} for r in roles]
     claims += [
         {"typ": "azp", "val": app},
         {"typ": "http://schemas.microsoft.com/identity/claims/objectidentifier", "val": oid},
+        {"typ": "http://schemas.microsoft.com/identity/claims/tenantid", "val": tenant},
+        {"typ": "aud", "val": audience},
+        {
+            "typ": "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/nameidentifier",
+            "val": sub or (f"pairwise-{oid}" if scp else oid),
+        },
     ]
     if scp:
         claims.append({"typ": "http://schemas.microsoft.com/identity/claims/scope", "val": "x"})
@@ -65,7 +84,13 @@ def platform(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ApiClie
         "profiles": ["*"],
         "roles": ["read", "write", "admin"],
     }
-    install(tmp_path, [SERVICE, admin], auth_modes=("appservice", "apikeys"))
+    install(
+        tmp_path,
+        [SERVICE, admin],
+        auth_modes=("appservice", "apikeys"),
+        entra_tenant_id=TENANT,
+        entra_audiences=(AUDIENCE,),
+    )
     if request.param == "direct":
         yield DirectClient(None)
     else:
@@ -157,6 +182,41 @@ def test_a_signed_in_user_reaches_only_their_own_memory(platform: ApiClient):
 def test_a_malformed_or_foreign_principal_is_401(platform: ApiClient, encoded: str):
     reply = as_principal(platform, encoded).request("GET", doc_url())
     assert reply.status == 401 and reply.data["error"]["request_id"]
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"tenant": "88888888-8888-4888-8888-888888888888"}, "TOKEN_ISSUER"),
+        ({"audience": "api://someone-else"}, "TOKEN_AUDIENCE"),
+        ({"sub": "not-the-service-principal"}, "UNAUTHENTICATED"),
+    ],
+)
+def test_a_principal_from_another_tenant_audience_or_of_no_known_kind_is_401(
+    platform: ApiClient, change: dict[str, str], code: str
+):
+    """An application id is the same in every tenant: a platform configured with a
+    multi-tenant issuer must not let another tenant's service principal in; and a token
+    that is neither an application's (sub == oid) nor a user's (scp) is refused rather
+    than given an application's reach."""
+    encoded = principal(["Memory.Read"], **change)  # type: ignore[arg-type]
+    reply = as_principal(platform, encoded).request("GET", doc_url())
+    assert reply.status == 401 and reply.error_code == code
+
+
+def test_a_signed_in_user_never_gets_operator_roles(platform: ApiClient):
+    """admin (holds, any service) and debug stay with applications, whatever app roles
+    the directory assigned to the user and whatever the grant's ceiling says."""
+    admin_entry = {**SERVICE, "roles": ["read", "write", "admin", "debug", "forget"]}
+    path = bootstrap.services().settings.callers_file  # the fixture's: a higher ceiling now
+    assert path is not None
+    path.write_text(json.dumps({"callers": [admin_entry]}))
+    bootstrap.install(bootstrap.build(bootstrap.services().settings))
+    signed_in = principal(["Memory.Admin", "Memory.Read"], oid=USER_OID, scp=True)
+    user = as_principal(platform, signed_in)
+    reply = user.request("PUT", f"/v1/admin/tenants/t1/users/{USER_OID}/hold", {"reason": "x"})
+    assert reply.status == 403 and reply.error_code == "ROLE_FORBIDDEN"
+    assert user.request("GET", doc_url(user=USER_OID)).status == 404  # read is kept
 
 
 def test_api_keys_still_work_beside_the_platform(platform: ApiClient):

@@ -90,3 +90,20 @@ def test_a_caller_outside_the_tenant_spends_no_users_quota(metered: ApiClient):
     for _ in range(10):
         assert stranger.request("GET", doc_url()).status == 403
     assert metered.request("GET", doc_url()).status == 404
+
+
+def test_a_caller_without_the_role_spends_no_users_quota(metered: ApiClient, tmp_path: Path):
+    """A read-only caller's refused writes cost the user nothing (nor do ids that are not
+    identifiers create counters)."""
+    reader = {**AGENT, "caller_id": "reader", "key_sha256": hash_key("reader-key")}
+    reader["roles"] = ["read"]
+    callers = bootstrap.services().settings.callers_file
+    assert callers is not None
+    callers.write_text(json.dumps({"callers": [AGENT, reader]}))
+    bootstrap.install(bootstrap.build(bootstrap.services().settings))
+    for i in range(5):
+        assert patch(metered.as_key("reader-key"), f"r{i}") == 403
+    assert patch(metered, "mine") == 201  # the user's two writes are untouched
+    before = sorted(bootstrap.services().blobs.list_names("_quotas/"))
+    assert metered.request("GET", doc_url(user="bad%20id")).status == 400
+    assert sorted(bootstrap.services().blobs.list_names("_quotas/")) == before

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memnet.domain.callers import Caller
@@ -27,18 +27,36 @@ _MAX_HEADER = 16_384
 _CLAIM_NAMES = {
     "http://schemas.microsoft.com/identity/claims/objectidentifier": "oid",
     "http://schemas.microsoft.com/identity/claims/scope": "scp",
+    "http://schemas.microsoft.com/identity/claims/tenantid": "tid",
+    "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/nameidentifier": "sub",
 }
 
 
 class AppServiceAuthenticator:
-    def __init__(self, principals: PrincipalMap) -> None:
-        self._principals = principals
+    """``tenant_id`` and ``audiences`` pin what the platform passes: an application id is
+    the same in every Entra tenant, so a platform configured with a multi-tenant issuer
+    would otherwise let another tenant's service principal of a registered application
+    in."""
+
+    def __init__(
+        self, principals: PrincipalMap, tenant_id: str, audiences: Sequence[str] = ()
+    ) -> None:
+        self._principals, self._tenant_id, self._audiences = principals, tenant_id, audiences
 
     def authenticate(self, headers: Mapping[str, str]) -> Caller:
         encoded = headers.get(PRINCIPAL_HEADER)
         if not encoded:
             raise Unauthenticated("Sign in: App Service Authentication passed no principal.")
-        return self._principals.caller(principal_from_claims(client_principal_claims(encoded)))
+        claims = client_principal_claims(encoded)
+        if claims.get("tid") != self._tenant_id:
+            raise Unauthenticated(
+                "The principal is from another Entra tenant.", code="TOKEN_ISSUER"
+            )
+        if self._audiences and claims.get("aud") not in self._audiences:
+            raise Unauthenticated(
+                "The principal's token is for another audience.", code="TOKEN_AUDIENCE"
+            )
+        return self._principals.caller(principal_from_claims(claims))
 
     def describe(self) -> str:
         return f"app service authentication ({len(self._principals)} principals)"

@@ -278,4 +278,11 @@ def _header(token: str) -> tuple[str, str]:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A finite number that is not a bool; an integer too large for a float (which a
+    signed token could carry) is not a time either."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
