@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.documents [--backend local|azurite|all] [--requests N]
                                         [--write-docs] [--quota-overhead]
+                                        [--telemetry-overhead]
 
 Measures /v1/health (baseline), GET and PATCH of distinct documents at 1, 8 and 32
 clients, a hot document patched by many writers (verified afterwards), the raw
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import threading
 import time
@@ -30,6 +32,7 @@ from bench.harness import (
     Op,
     create,
     doc_url,
+    free_port,
     machine,
     patch,
     run_load,
@@ -129,7 +132,7 @@ def http_workloads(port: int, requests: int, cap: float) -> dict[str, list[dict[
     return out
 
 
-# -- quota overhead (issue 12) ----------------------------------------------------------------
+# -- overhead of a feature: quotas (issue 12), telemetry (issue 13) ---------------------------
 
 QUOTA_ENV = {  # high enough never to refuse: what is measured is the metering itself
     "MEMNET_QUOTA_USER_REQUESTS": "1000000",
@@ -137,20 +140,44 @@ QUOTA_ENV = {  # high enough never to refuse: what is measured is the metering i
     "MEMNET_QUOTA_SERVICE_REQUESTS": "1000000",
     "MEMNET_QUOTA_SERVICE_WRITES": "1000000",
 }
+TELEMETRY_ENV = {  # SDK providers, OTLP/HTTP to a local sink (bench/otlp_sink.py)
+    "MEMNET_TELEMETRY": "otlp",
+    "OTEL_METRIC_EXPORT_INTERVAL": "1000",  # export every second while the load runs
+    "OTEL_BSP_SCHEDULE_DELAY": "1000",
+}
 
 
 def quota_overhead(name: str, requests: int, cap: float, rounds: int = 3) -> dict[str, Any]:
-    """GET and PATCH at 1 and 8 clients with quotas off and on, alternating servers
-    ``rounds`` times so that drift on a shared machine hits both alike; the best round
-    of each (lowest p50) is kept."""
+    return overhead("quota", QUOTA_ENV, name, requests, cap, rounds)
+
+
+def telemetry_overhead(name: str, requests: int, cap: float, rounds: int = 3) -> dict[str, Any]:
+    """Telemetry on: every span and metric exported, each second, over OTLP/HTTP to a
+    sink in another process (exports run on the server's background threads)."""
+    port = free_port()
+    sink = subprocess.Popen([sys.executable, "-m", "bench.otlp_sink", str(port)], cwd=REPO)
+    env = {**TELEMETRY_ENV, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"}
+    try:
+        return overhead("telemetry", env, name, requests, cap, rounds)
+    finally:
+        sink.terminate()
+        sink.wait()
+
+
+def overhead(
+    feature: str, env: dict[str, str], name: str, requests: int, cap: float, rounds: int = 3
+) -> dict[str, Any]:
+    """GET and PATCH at 1 and 8 clients with ``feature`` off and on (``env``), alternating
+    servers ``rounds`` times so that drift on a shared machine hits both alike; the best
+    round of each (lowest p50) is kept."""
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {"off": {}, "on": {}}
     with open_backend(name) as backend:
         for _ in range(rounds):
             for mode in ("off", "on"):
-                extra = QUOTA_ENV if mode == "on" else {}
+                extra = env if mode == "on" else {}
                 server = start_server({**backend.server_env, **extra})
                 try:
-                    for load, stats in quota_round(server.port, requests, cap).items():
+                    for load, stats in overhead_round(server.port, requests, cap).items():
                         runs[mode].setdefault(load, []).append(stats)
                 finally:
                     server.stop()
@@ -164,12 +191,12 @@ def quota_overhead(name: str, requests: int, cap: float, rounds: int = 3) -> dic
     }
     for load in best["off"]:
         off, on = best["off"][load], best["on"][load]
-        print(f"  quota {load:9} off {report.brief(off)}", flush=True)
-        print(f"  quota {load:9} on  {report.brief(on)}  p50 ratio {ratios[load]}", flush=True)
-    return {"backend": name, "limits": QUOTA_ENV, "best": best, "p50_ratio": ratios}
+        print(f"  {feature} {load:9} off {report.brief(off)}", flush=True)
+        print(f"  {feature} {load:9} on  {report.brief(on)}  p50 ratio {ratios[load]}", flush=True)
+    return {"backend": name, "settings": env, "best": best, "p50_ratio": ratios}
 
 
-def quota_round(port: int, requests: int, cap: float) -> dict[str, dict[str, Any]]:
+def overhead_round(port: int, requests: int, cap: float) -> dict[str, dict[str, Any]]:
     setup = Client(port)
     urls = [doc_url(f"q-get-{i}") for i in range(DOCS)]
     for i, url in enumerate(urls):
@@ -350,6 +377,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="only GET/PATCH with request quotas off and on (no docs update)",
     )
+    parser.add_argument(
+        "--telemetry-overhead",
+        action="store_true",
+        help="only GET/PATCH with telemetry off and on (OTLP to a local sink; no docs update)",
+    )
     return parser.parse_args(argv)
 
 
@@ -361,7 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     names = ["local", "azurite"] if args.backend == "all" else [args.backend]
     started = datetime.now(UTC)
     if args.quota_overhead:
-        return quota_main(args, names, started)
+        return overhead_main("quota", quota_overhead, args, names, started)
+    if args.telemetry_overhead:
+        return overhead_main("telemetry", telemetry_overhead, args, names, started)
     results: dict[str, Any] = {
         "date": started.isoformat(timespec="seconds"),
         "machine": machine(),
@@ -386,16 +420,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def quota_main(args: argparse.Namespace, names: list[str], started: datetime) -> int:
+def overhead_main(
+    feature: str,
+    measure: Callable[[str, int, float], dict[str, Any]],
+    args: argparse.Namespace,
+    names: list[str],
+    started: datetime,
+) -> int:
     results = {
         "date": started.isoformat(timespec="seconds"),
         "machine": machine(),
-        "command": ".venv/bin/python -m bench.documents --quota-overhead "
+        "command": f".venv/bin/python -m bench.documents --{feature}-overhead "
         + f"--backend {args.backend} --requests {args.requests}",
-        "quota_overhead": [quota_overhead(n, args.requests, args.time_cap) for n in names],
+        f"{feature}_overhead": [measure(n, args.requests, args.time_cap) for n in names],
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"quotas-{started:%Y%m%dT%H%M%SZ}.json"
+    plural = {"quota": "quotas"}.get(feature, feature)
+    out = RESULTS / f"{plural}-{started:%Y%m%dT%H%M%SZ}.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"raw results: {out.relative_to(REPO)}")
     return 0

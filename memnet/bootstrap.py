@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from memnet import telemetry
 from memnet.adapters.clock import SystemClock
 from memnet.domain.errors import ConfigError, Unavailable
 from memnet.domain.similarity import LexicalSimilarity, Similarity
@@ -386,6 +387,7 @@ def services() -> Services:
             raise _not_ready()
         try:
             settings = with_vault_secrets(Settings.from_env())
+            telemetry.configure(settings)  # once per process; a no-op when "none"
             _services = build(settings)
         except Exception as exc:
             _failed_at = time.monotonic()

@@ -13,6 +13,7 @@ from memnet.domain.errors import ConfigError
 STORAGE_KINDS = ("local", "azure")
 EXTRACTORS = ("rules", "openai", "azure-openai")
 AUTH_MODES = ("apikeys", "entra", "appservice")
+TELEMETRY_MODES = ("none", "console", "otlp", "azure")
 ENTRA_AUTHORITY = "https://login.microsoftonline.com"
 
 
@@ -75,6 +76,8 @@ class Settings:
     quota_service_requests: int = 0
     quota_service_writes: int = 0
     quota_window_seconds: int = 60
+    telemetry: str = "none"  # none | console | otlp | azure (docs/observability.md)
+    applicationinsights_connection_string: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -137,6 +140,10 @@ class Settings:
             quota_service_requests=_int(env, "MEMNET_QUOTA_SERVICE_REQUESTS", 0),
             quota_service_writes=_int(env, "MEMNET_QUOTA_SERVICE_WRITES", 0),
             quota_window_seconds=_int(env, "MEMNET_QUOTA_WINDOW_SECONDS", 60),
+            telemetry=_telemetry(env),
+            applicationinsights_connection_string=(
+                env.get("APPLICATIONINSIGHTS_CONNECTION_STRING") or None
+            ),
         )
         settings.check()
         return settings
@@ -162,6 +169,7 @@ class Settings:
             raise ConfigError("settings", "MEMNET_SEARCH_ENDPOINT", "azure search needs it")
         self._check_replay()
         self._check_auth()
+        self._check_telemetry()
         if self.callers_file is None:
             raise ConfigError(
                 "settings",
@@ -223,6 +231,14 @@ class Settings:
         if not 1 <= self.quota_window_seconds <= 3600:
             raise ConfigError("settings", "MEMNET_QUOTA_WINDOW_SECONDS", "must be from 1 to 3600")
 
+    def _check_telemetry(self) -> None:
+        if self.telemetry not in TELEMETRY_MODES:
+            raise ConfigError("settings", "MEMNET_TELEMETRY", f"must be one of {TELEMETRY_MODES}")
+        if self.telemetry == "azure" and not self.applicationinsights_connection_string:
+            raise ConfigError(
+                "settings", "APPLICATIONINSIGHTS_CONNECTION_STRING", "azure telemetry needs it"
+            )
+
     @property
     def entra_metadata(self) -> str:
         """The OpenID configuration tokens are checked against."""
@@ -234,6 +250,12 @@ class Settings:
     @property
     def snapshot_key_file(self) -> Path:
         return self.key_file or self.data_dir / "keys" / "snapshot-kek.json"
+
+
+def _telemetry(env: Mapping[str, str]) -> str:
+    """``MEMNET_TELEMETRY``; unset, ``azure`` if a connection string is set, else ``none``."""
+    mode = env.get("MEMNET_TELEMETRY", "").strip().lower()
+    return mode or ("azure" if env.get("APPLICATIONINSIGHTS_CONNECTION_STRING") else "none")
 
 
 def _path(value: str | None) -> Path | None:

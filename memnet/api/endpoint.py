@@ -16,6 +16,7 @@ from memnet.api.errors import error_response
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.domain.errors import MemnetError, Unavailable
 from memnet.ports import StorageError
+from memnet.services import telemetry
 
 log = logging.getLogger("memnet.api")
 Handler = Callable[[ApiRequest, str], ApiResponse]
@@ -35,28 +36,42 @@ def _internal(request_id: str) -> ApiResponse:
 def endpoint(handler: Handler) -> Callable[[ApiRequest], ApiResponse]:
     """Wrap ``handler(request, request_id)`` with error mapping and logging."""
 
+    name = handler.__name__  # the endpoint attribute of spans and metrics
+
     @functools.wraps(handler)
     def run(request: ApiRequest) -> ApiResponse:
         request_id, started = new_request_id(), time.perf_counter()
-        try:
-            response = handler(request, request_id)
-        except MemnetError as error:
-            response = error_response(error, request_id)
-        except StorageError:
-            log.warning("request_id=%s storage unavailable", request_id, exc_info=True)
-            response = error_response(_UNAVAILABLE, request_id)
-        except Exception:
-            log.exception("request_id=%s unhandled error", request_id)
-            response = _internal(request_id)
-        response.headers["x-request-id"] = request_id
-        log.info(
-            "request_id=%s %s %s -> %d in %.1f ms",
-            request_id,
-            request.method,
-            request.path,
-            response.status,
-            (time.perf_counter() - started) * 1000,
-        )
+        with telemetry.request_span(name, request.method, request_id) as span:
+            response = _answer(handler, request, request_id)
+            millis = (time.perf_counter() - started) * 1000
+            if span is not None:
+                span.set_attribute("http.response.status_code", response.status)
+            telemetry.request_finished(name, request.method, response.status, millis)
+            log.info(
+                "request_id=%s %s %s -> %d in %.1f ms",
+                request_id,
+                request.method,
+                request.path,
+                response.status,
+                millis,
+                extra={"memnet.request_id": request_id},  # an attribute of the exported log
+            )
         return response
 
     return run
+
+
+def _answer(handler: Handler, request: ApiRequest, request_id: str) -> ApiResponse:
+    """The handler's response, or the error payload of what it raised."""
+    try:
+        response = handler(request, request_id)
+    except MemnetError as error:
+        response = error_response(error, request_id)
+    except StorageError:
+        log.warning("request_id=%s storage unavailable", request_id, exc_info=True)
+        response = error_response(_UNAVAILABLE, request_id)
+    except Exception:
+        log.exception("request_id=%s unhandled error", request_id)
+        response = _internal(request_id)
+    response.headers["x-request-id"] = request_id
+    return response

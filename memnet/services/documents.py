@@ -19,7 +19,7 @@ from typing import Any
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import serialise
-from memnet.domain.errors import EtagMismatch, NotFound, Unprocessable
+from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
 from memnet.domain.layout import DocumentRef
 from memnet.domain.policy import (
     WriteIntent,
@@ -36,6 +36,7 @@ from memnet.ports import (
     PreconditionFailed,
     StorageError,
 )
+from memnet.services import telemetry
 from memnet.services.audit import AuditLog, apply_change, ops_sha256
 from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
@@ -117,9 +118,17 @@ class DocumentService:
         caller.require(cmd.ref.tenant_id, "write")
         self._check_tombstone(cmd.ref)
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
-        return self._idempotent(
-            caller, cmd, lambda t: self._patch(caller, cmd, profile, binding, t)
-        )
+        ids = (profile.profile_id, binding.binding_id)
+        try:
+            response = self._idempotent(
+                caller, cmd, lambda t: self._patch(caller, cmd, profile, binding, t)
+            )
+        except (EtagMismatch, Unprocessable, Conflict) as error:
+            if outcome := _failed_outcome(error):
+                telemetry.patch_outcome(outcome, *ids)
+            raise
+        telemetry.patch_outcome(_outcome(response), *ids)
+        return response
 
     def replace(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "admin")
@@ -330,6 +339,8 @@ class DocumentService:
         except StorageError as exc:
             raise OutcomeUnknown(exc) from exc
         self._committed(Committed(ref, profile, binding, before, document))
+        ratio = len(text) / binding.max_chars  # what the binding's limit counts
+        telemetry.size_utilisation(ratio, profile.profile_id, binding.binding_id)
         return write_response(record, etag, document)
 
     def _committed(self, change: Committed) -> None:
@@ -407,3 +418,21 @@ def _same_content(before: dict[str, Any], after: dict[str, Any]) -> bool:
     """Whether a write leaves the content as it was (compared as JSON text: ``1`` and
     ``true`` differ); such a write creates no version (only ``test`` ops, say)."""
     return serialise(before.get("content")) == serialise(after.get("content"))
+
+
+def _outcome(response: Response) -> str:
+    """The ``memnet.patch.outcomes`` outcome of a PATCH that answered 200: one per request."""
+    if response.get("replayed"):
+        return "idempotent_replay"  # the stored response of an earlier request
+    return "redirected" if response["body"].get("redirected_ops") else "applied"
+
+
+def _failed_outcome(error: Exception) -> str | None:
+    """The outcome of a PATCH that failed; None for a conflict that is not one (a key in
+    progress, a forget under way)."""
+    if isinstance(error, EtagMismatch):
+        return "etag_mismatch"
+    if isinstance(error, Unprocessable):
+        return "validation_failed"
+    reused = isinstance(error, Conflict) and error.code == "IDEMPOTENCY_KEY_REUSED"
+    return "idempotency_conflict" if reused else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, astuple, dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ from memnet.ports import (
     SearchIndex,
     StorageUnavailable,
 )
+from memnet.services import telemetry
 
 INDEX_QUEUE = "memnet-index"
 JOB_BATCH = 200
@@ -145,7 +147,13 @@ class IndexJobs:
     def enqueue(self, action: str, tenant_id: str, user_id: str, event_ids: list[str]) -> int:
         batches = [event_ids[i : i + JOB_BATCH] for i in range(0, len(event_ids), JOB_BATCH)]
         for batch in batches:
-            job = {"action": action, "tenant_id": tenant_id, "user_id": user_id, "event_ids": batch}
+            job = {
+                "action": action,
+                "tenant_id": tenant_id,
+                "user_id": user_id,
+                "event_ids": batch,
+                "queued_at": time.time(),  # for memnet.index.lag (wall time: across processes)
+            }
             self._queue.send(self._queue_name, json.dumps(job))
         return len(batches)
 
@@ -158,7 +166,10 @@ class IndexJobs:
         if job["action"] == "delete":
             self._index.delete(tenant_id, user_id, ids)
             return IndexReport(jobs=1, removed=len(ids))
-        return self._index_events(tenant_id, user_id, ids)
+        report = self._index_events(tenant_id, user_id, ids)
+        if report.indexed and "queued_at" in job:  # jobs queued before the field lack it
+            telemetry.index_lagged(time.time() - float(job["queued_at"]))
+        return report
 
     def _index_events(self, tenant_id: str, user_id: str, ids: list[str]) -> IndexReport:
         """Index the events whose blobs are valid; remove the entries of the others."""

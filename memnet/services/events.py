@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -32,6 +33,7 @@ from memnet.ports import (
     SearchIndex,
     StorageError,
 )
+from memnet.services import telemetry
 from memnet.services.event_index import (
     INDEX_QUEUE,
     IndexJobs,
@@ -161,6 +163,7 @@ class EventService:
         job and report ``indexed: false``. A queue failure propagates."""
         try:
             self._index.upsert([indexed(record)])
+            telemetry.index_lagged(0.0)  # indexed as it was recorded
             return True
         except Exception:
             log.warning("event %s not indexed inline; queued", record["event_id"], exc_info=True)
@@ -175,11 +178,14 @@ class EventService:
         """Ranked events with their pointers; ``half_life_days`` halves a hit's score for
         every that many days of age (reranking the index's top 3 x top_k)."""
         caller.require(query.tenant_id, "read")
+        started = time.perf_counter()
         wide = query if half_life_days is None else _widen(query)
         hits = self._index.search(wide)
         if half_life_days is not None:
             hits = sorted(hits, key=lambda h: -h.score * self._decay(h.timestamp, half_life_days))
         results = list(self._resolve(query, hits))[: query.top_k]
+        millis = (time.perf_counter() - started) * 1000
+        telemetry.searched(bool(query.text.strip()), millis, len(results))  # ranked: has text
         return {"results": results, "count": len(results)}
 
     def _resolve(self, query: EventQuery, hits: list[Any]) -> Iterator[dict[str, Any]]:

@@ -44,8 +44,10 @@ from memnet.domain.replay_contract import (
     check_output,
     patch_record,
 )
+from memnet.domain.timestamps import parse_timestamp
 from memnet.domain.transcript import Transcript
 from memnet.ports import BlobNotFound, Clock, Extractor, ExtractorError, MessageQueue
+from memnet.services import telemetry
 from memnet.services.documents import DocumentService
 from memnet.services.events import EventService
 from memnet.services.registry import ProfileRegistry
@@ -88,6 +90,7 @@ class ReplayService:
     ) -> None:
         self._snapshots, self._records, self._registry = snapshots, records, registry
         self._documents, self._events, self._extractor = documents, events, extractor
+        self._clock = clock
         self.review = ReplayReview(
             records, documents, queue, clock, retry_base_seconds, retry_limit
         )
@@ -117,12 +120,19 @@ class ReplayService:
             raise ValueError("replay message names no valid snapshot")
         if message.get("kind") == "retry":
             return self.review.retry(ref, int(message["patch_index"]), int(message["attempt"]))
-        if self._records.load(ref) is None and not self._snapshots.exists(ref):
+        stored = self._records.load(ref)
+        if stored is None and not self._snapshots.exists(ref):
             # Forgotten or expired before its message arrived: a record now would recreate
             # data under the user's prefix behind a forget or a sweep.
             log.info("replay message for a snapshot that is gone: %s", ref.replay_id)
             return None
-        return self.run(ref)
+        if stored is not None and stored["status"] not in TERMINAL:
+            age = self._clock.now() - parse_timestamp(stored["created_at"])
+            telemetry.replay_taken(age.total_seconds())
+        record = self.run(ref)
+        if record.get("finished") and not (stored and stored["status"] in TERMINAL):
+            telemetry.replay_finished(record["status"])
+        return record
 
     def gave_up(self, body: str) -> Record | None:
         """A message the queue moved to poison after its last delivery failed: the

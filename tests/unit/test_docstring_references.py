@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from memnet.services import telemetry
+
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted([*ROOT.joinpath("memnet").rglob("*.py"), *ROOT.joinpath("funchost").rglob("*.py")])
 DOTTED = re.compile(r"(?<![\w/.-])((?:memnet|funchost)(?:\.[A-Za-z_]\w*)+)")
@@ -63,9 +65,15 @@ def resolvable(name: str, module: ModuleType) -> bool:
     return any(resolve(name, scope) for scope in scopes)
 
 
+# Telemetry names share the "memnet." prefix but name instruments and attributes, not code.
+TELEMETRY_NAMES = frozenset(
+    [*telemetry.METRICS, telemetry.REQUEST_ID_ATTRIBUTE, telemetry.ENDPOINT_ATTRIBUTE]
+)
+
+
 def references(path: Path) -> list[tuple[str, str]]:
     text = path.read_text()
-    found = [("absolute", m) for m in DOTTED.findall(text)]
+    found = [("absolute", m) for m in DOTTED.findall(text) if m not in TELEMETRY_NAMES]
     found += [("role", m) for m in ROLE.findall(text)]
     return sorted(set(found))
 

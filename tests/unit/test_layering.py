@@ -151,6 +151,7 @@ def test_every_module_of_the_core_is_in_a_layer():
         "memnet.bootstrap",
         "memnet.settings",
         "memnet.ports",
+        "memnet.telemetry",  # telemetry setup at bootstrap (its hooks: memnet.services)
     }
 
 
