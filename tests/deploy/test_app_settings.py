@@ -1,0 +1,158 @@
+"""The app settings of the template against the code: every setting
+``Settings.from_env`` reads, every trigger connection and ``%NAME%``, the telemetry
+settings, and the runtime pin of Flex Consumption."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from memnet.settings import Settings
+from tests.deploy.bicep_tree import MAIN, body, parse, path, properties, string_value, text
+from tests.deploy.sources import FUNCTION_APP, app_settings, function_index
+
+# Settings the code reads that the template leaves to their code defaults, each on purpose.
+DEFAULTED = {
+    "MEMNET_DATA_DIR": "embedded adapters only; storage, search and keys are azure",
+    "MEMNET_LOCAL_FSYNC": "embedded storage only",
+    "MEMNET_KEY_FILE": "local keys only; MEMNET_KEYS=azure uses the Key Vault key",
+    "MEMNET_SEARCH_MAX_POSTINGS": "embedded search index only",
+    "MEMNET_BLOB_CONNECTION_STRING": "a shared-key secret; the account denies shared keys",
+    "MEMNET_QUEUE": "a connection string; identity-based MEMNET_QUEUE__* is set instead",
+    "MEMNET_SEARCH_API_KEY": "search local auth is disabled; the identity is used",
+    "MEMNET_API_KEY_PEPPER": "a secret: read from the vault (MEMNET_KEYVAULT_URL) if apikeys",
+    "MEMNET_OPENAI_API_KEY": "a secret: read from the vault when extractor is openai",
+    "MEMNET_OPENAI_BASE_URL": "extractor openai only: extraAppSettings",
+    "MEMNET_OPENAI_MODEL": "extractor openai only: extraAppSettings",
+    "MEMNET_AZURE_OPENAI_ENDPOINT": "extractor azure-openai only: extraAppSettings",
+    "MEMNET_AZURE_OPENAI_DEPLOYMENT": "extractor azure-openai only: extraAppSettings",
+    "MEMNET_AZURE_OPENAI_API_VERSION": "code default is the supported API version",
+    "MEMNET_EXTRACTOR_TIMEOUT_SECONDS": "tuning; code default",
+    "MEMNET_EXTRACTOR_MAX_RETRIES": "tuning; code default",
+    "MEMNET_EXTRACTOR_MAX_TOKENS": "tuning; code default",
+    "MEMNET_EXTRACTOR_MAX_PROMPT_CHARS": "tuning; code default",
+    "MEMNET_EXTRACTOR_TOKEN_PARAMETER": "model-specific; extraAppSettings when needed",
+    "MEMNET_IDEMPOTENCY_TTL_SECONDS": "spec default (24 h)",
+    "MEMNET_IDEMPOTENCY_LEASE_SECONDS": "spec default",
+    "MEMNET_MAX_BODY_BYTES": "spec default (1 MiB)",
+    "MEMNET_CONTEXT_INDEX_TTL_SECONDS": "tuning; code default",
+    "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS": "tuning; code default",
+    "MEMNET_CONTEXT_READ_WORKERS": "tuning; code default",
+    "MEMNET_REPLAY_RETRY_BASE_SECONDS": "tuning; code default",
+    "MEMNET_REPLAY_RETRY_LIMIT": "tuning; code default",
+    "MEMNET_RETENTION_FILE": "optional ceilings file; docs/governance.md",
+    "MEMNET_AUDIT_FLOOR_DAYS": "spec default (365)",
+    "MEMNET_JOB_MAX_SECONDS": "code default fits the Flex Consumption timeout",
+    "MEMNET_SWEEP_PAGE_SIZE": "tuning; code default",
+    "MEMNET_FORGET_GRACE_SECONDS": "spec default",
+    "MEMNET_FORGET_QUIET_SECONDS": "spec default",
+    "MEMNET_ENTRA_METADATA_URL": "derived from MEMNET_ENTRA_TENANT_ID",
+    "MEMNET_ENTRA_LEEWAY_SECONDS": "code default (60 s)",
+}
+
+# An environment like the deployed one, so that Settings.from_env reads what it reads there.
+DEPLOYED = {
+    "MEMNET_STORAGE": "azure",
+    "MEMNET_BLOB_ACCOUNT_URL": "https://st.blob.core.windows.net/",
+    "MEMNET_QUEUE__queueServiceUri": "https://st.queue.core.windows.net/",
+    "MEMNET_SEARCH": "azure",
+    "MEMNET_SEARCH_ENDPOINT": "https://srch.search.windows.net",
+    "MEMNET_KEYS": "azure",
+    "MEMNET_KEYVAULT_KEY_ID": "https://kv.vault.azure.net/keys/snapshot-kek",
+    "MEMNET_AUTH": "entra",
+    "MEMNET_ENTRA_TENANT_ID": "00000000-0000-0000-0000-000000000000",
+    "MEMNET_ENTRA_AUDIENCES": "api://memnet",
+    "MEMNET_CALLERS_FILE": "callers.json",
+}
+
+
+class RecordingEnv(dict[str, str]):
+    """A mapping that remembers every name looked up in it."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self.read: set[str] = set()
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def settings_the_code_reads() -> set[str]:
+    env = RecordingEnv(DEPLOYED)
+    Settings.from_env(env)
+    return env.read
+
+
+def test_every_setting_the_code_reads_is_set_or_defaulted_on_purpose() -> None:
+    missing = settings_the_code_reads() - set(app_settings()) - set(DEFAULTED)
+    assert missing == set(), "set these in bicep/main.bicep or add them to DEFAULTED"
+
+
+def test_every_defaulted_setting_is_still_read_and_not_also_set() -> None:
+    assert set(DEFAULTED) <= settings_the_code_reads()
+    assert set(DEFAULTED) & set(app_settings()) == set()
+
+
+def test_the_wiring_of_app_settings_is_the_one_this_test_reads() -> None:
+    appsettings = parse(FUNCTION_APP).resources_of_type("Microsoft.Web/sites/config")
+    assert text(path(body(appsettings["appSettings"]), "properties")) == (
+        "union(connectionSettings, memnetSettings)"
+    )
+    passed = properties(path(body(parse(MAIN).declarations("module")["functionApp"]), "params"))
+    assert text(passed["memnetSettings"]) == "union(memnetSettings, extraAppSettings)"
+
+
+def test_every_trigger_connection_is_identity_based() -> None:
+    index = function_index()
+    connections = {f.connection for f in index.queue_functions + index.blob_functions}
+    settings = app_settings()
+    assert connections == {"MEMNET_QUEUE", "MEMNET_BLOB"}
+    for connection in connections:
+        assert settings[f"{connection}__credential"] == "managedidentity"
+        assert f"{connection}__clientId" in settings
+        assert any(f"{connection}__{s}ServiceUri" in settings for s in ("queue", "blob"))
+    # A blob trigger given blobServiceUri also needs queueServiceUri (its poison queue).
+    assert "MEMNET_BLOB__queueServiceUri" in settings
+
+
+def test_host_storage_and_default_credential_use_the_user_assigned_identity() -> None:
+    settings = app_settings()
+    assert settings["AzureWebJobsStorage__credential"] == "managedidentity"
+    assert {"AzureWebJobsStorage__accountName", "AzureWebJobsStorage__clientId"} <= set(settings)
+    assert "AZURE_CLIENT_ID" in settings
+    assert "AzureWebJobsStorage" not in settings  # no connection string
+
+
+def test_every_percent_setting_in_a_trigger_is_set() -> None:
+    index = function_index()
+    templates = [f.schedule for f in index.timer_functions] + [f.path for f in index.blob_functions]
+    names = {name for t in templates for name in re.findall(r"%([^%]+)%", t)}
+    assert names == {"MEMNET_SWEEP_SCHEDULE", "MEMNET_COMPACTION_SCHEDULE", "MEMNET_BLOB_CONTAINER"}
+    assert names <= set(app_settings())
+
+
+def test_telemetry_settings_of_the_design_are_set() -> None:
+    settings = app_settings()
+    assert settings["MEMNET_TELEMETRY"] == "azure"
+    assert "APPLICATIONINSIGHTS_CONNECTION_STRING" in settings
+    assert "APPLICATIONINSIGHTS_AUTHENTICATION_STRING" in settings
+
+
+def test_runtime_is_pinned_by_function_app_config_not_app_settings() -> None:
+    site = parse(FUNCTION_APP).resources_of_type("Microsoft.Web/sites@")["site"]
+    runtime = path(body(site), "properties", "functionAppConfig", "runtime")
+    assert {k: string_value(v) for k, v in properties(runtime).items()} == {
+        "name": "python",
+        "version": "3.11",
+    }
+    plan = body(parse(FUNCTION_APP).resources_of_type("Microsoft.Web/serverfarms")["plan"])
+    assert string_value(path(plan, "sku", "tier")) == "FlexConsumption"
+    assert string_value(path(plan, "sku", "name")) == "FC1"
+    # Flex Consumption rejects these two; the runtime above and host.json's bundle pin it.
+    rejected = {"FUNCTIONS_EXTENSION_VERSION", "FUNCTIONS_WORKER_RUNTIME"}
+    assert rejected & set(app_settings()) == set()
