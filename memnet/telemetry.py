@@ -34,11 +34,15 @@ def configure(settings: Settings) -> None:
     global _configured
     if _configured or settings.telemetry == "none":
         return
-    _configured = True
-    if settings.telemetry == "azure":
-        _azure_monitor(settings)
-    else:
-        _sdk(settings.telemetry)
+    _configured = True  # whatever happens next: providers may be set only once
+    try:
+        if settings.telemetry == "azure":
+            _azure_monitor(settings)
+        else:
+            _sdk(settings.telemetry)
+    except Exception:  # telemetry must not keep the memory service from serving
+        log.warning("telemetry could not be configured; running without it", exc_info=True)
+        return
     log.info("telemetry: exporting to %s", settings.telemetry)
 
 
@@ -49,6 +53,12 @@ def _azure_monitor(settings: Settings) -> None:
     configure_azure_monitor(
         connection_string=settings.applicationinsights_connection_string,
         logger_name="memnet",  # our log records, with their trace and request ids
+        # Dependency spans of the HTTP and Azure SDK clients would carry blob URLs, whose
+        # names hold tenant and user ids: not exported (docs/observability.md, privacy).
+        instrumentation_options={
+            name: {"enabled": False}
+            for name in ("azure_sdk", "requests", "urllib", "urllib3", "httpx")
+        },
     )
     telemetry.use(telemetry.Recorder.of(metrics.get_meter_provider(), trace.get_tracer_provider()))
 
