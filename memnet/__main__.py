@@ -66,12 +66,12 @@ def parse_snapshot(text: str) -> SnapshotRef | None:
 
 
 def _replay(ref: SnapshotRef, args: argparse.Namespace) -> int:
-    from memnet import bootstrap
+    from memnet import bootstrap, callers
     from memnet.services.replay_preview import preview
     from memnet.settings import Settings
 
     _load_settings(args.settings)
-    settings = bootstrap.with_vault_secrets(Settings.from_env())
+    settings = callers.with_vault_secrets(Settings.from_env())
     services = bootstrap.build(settings)
     if not args.dry_run:
         record = services.replay.run(ref)
@@ -87,12 +87,12 @@ def _replay(ref: SnapshotRef, args: argparse.Namespace) -> int:
 
 
 def _governance(args: argparse.Namespace) -> int:
-    from memnet import bootstrap, commands
+    from memnet import bootstrap, callers, commands
     from memnet.settings import Settings
 
     _load_settings(args.settings)
     try:
-        services = bootstrap.build(bootstrap.with_vault_secrets(Settings.from_env()))
+        services = bootstrap.build(callers.with_vault_secrets(Settings.from_env()))
     except ConfigError as error:
         print(f"mem.net cannot start: {error}", file=sys.stderr)
         return 2

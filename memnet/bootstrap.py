@@ -6,7 +6,6 @@ their own :class:`Services` with :func:`build` and install them with :func:`inst
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from memnet import telemetry
+from memnet import callers, telemetry
 from memnet.adapters.clock import SystemClock
 from memnet.domain.errors import ConfigError, Unavailable
 from memnet.domain.similarity import LexicalSimilarity, Similarity
@@ -107,7 +106,7 @@ def build(
         semantic_ttl=settings.context_semantic_ttl_seconds,
         read_workers=settings.context_read_workers,
     )
-    auth = authenticator or _authenticator(settings)
+    auth = authenticator or callers.authenticator(settings)
     index = index or search_index(settings)
     events = EventService(blobs, index, queue, idempotency, clock, tombstones=tombstones)
     records = ReplayRecords(blobs, clock)
@@ -313,58 +312,6 @@ def make_extractor(settings: Settings, schemas: Mapping[SchemaKey, Any] | None =
     )
 
 
-def _authenticator(settings: Settings) -> Authenticator:
-    """The modes ``MEMNET_AUTH`` names, all reading their callers from the callers file."""
-    from memnet.adapters.callers import CallerModes, EntraAuthenticator
-    from memnet.adapters.local.apikeys import ApiKeyAuthenticator, principal_map, read_entries
-
-    assert settings.callers_file is not None  # Settings.check guarantees it
-    source = str(settings.callers_file)
-    entries = read_entries(settings.callers_file)
-    principals = principal_map(entries, source)
-    modes: dict[str, Authenticator] = {}
-    if "apikeys" in settings.auth_modes:
-        modes["api_keys"] = ApiKeyAuthenticator.from_entries(
-            entries, source, settings.api_key_pepper
-        )
-    if "entra" in settings.auth_modes:
-        from memnet.adapters.azure.entra import JwtVerifier
-
-        verifier = JwtVerifier(
-            settings.entra_metadata,
-            settings.entra_audiences,
-            leeway_seconds=settings.entra_leeway_seconds,
-        )
-        modes["entra"] = EntraAuthenticator(verifier, principals)
-    if "appservice" in settings.auth_modes:
-        from memnet.adapters.azure.appservice import AppServiceAuthenticator
-
-        assert settings.entra_tenant_id is not None  # Settings.check guarantees it
-        modes["app_service"] = AppServiceAuthenticator(
-            principals, settings.entra_tenant_id, settings.entra_audiences
-        )
-    return CallerModes(**modes)
-
-
-def with_vault_secrets(settings: Settings) -> Settings:
-    """``settings`` with the secrets it lacks read from ``MEMNET_KEYVAULT_URL`` (managed
-    identity); a secret set in the environment (or the local settings file) wins."""
-    if not settings.keyvault_url:
-        return settings
-    from memnet.adapters.azure.secrets import VAULT_SECRET_NAMES, read_vault_secrets
-
-    fields = {
-        "MEMNET_API_KEY_PEPPER": "api_key_pepper",
-        "MEMNET_OPENAI_API_KEY": "extractor_api_key",
-        "MEMNET_SEARCH_API_KEY": "search_api_key",
-    }
-    missing = {s: f for s, f in fields.items() if getattr(settings, f) is None}
-    found = read_vault_secrets(settings.keyvault_url, [VAULT_SECRET_NAMES[s] for s in missing])
-    names = {f: VAULT_SECRET_NAMES[s] for s, f in missing.items()}
-    changes: dict[str, Any] = {f: found[n] for f, n in names.items() if n in found}
-    return dataclasses.replace(settings, **changes)
-
-
 _lock = threading.Lock()
 _services: Services | None = None
 _failed_at: float | None = None
@@ -386,7 +333,7 @@ def services() -> Services:
         if _failed_at is not None and time.monotonic() - _failed_at < RETRY_BUILD_SECONDS:
             raise _not_ready()
         try:
-            settings = with_vault_secrets(Settings.from_env())
+            settings = callers.with_vault_secrets(Settings.from_env())
             telemetry.configure(settings)  # once per process; a no-op when "none"
             _services = build(settings)
         except Exception as exc:
@@ -400,7 +347,7 @@ def services() -> Services:
 def start() -> Services:
     """Build now and install: for the local host and commands, where a broken setting
     should stop the process with its own error rather than answer 503."""
-    built = build(with_vault_secrets(Settings.from_env()))
+    built = build(callers.with_vault_secrets(Settings.from_env()))
     install(built)
     return built
 

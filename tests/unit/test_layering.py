@@ -149,6 +149,7 @@ def test_every_module_of_the_core_is_in_a_layer():
         "memnet.__main__",  # ``python -m memnet``: the core's commands (root layer)
         "memnet.commands",  # its governance commands: sweep, compact, forget, hold
         "memnet.bootstrap",
+        "memnet.callers",  # the bootstrap's wiring of authentication and vault secrets
         "memnet.settings",
         "memnet.ports",
         "memnet.telemetry",  # telemetry setup at bootstrap (its hooks: memnet.services)

@@ -1,0 +1,63 @@
+"""Wiring of who may call: the authentication modes ``MEMNET_AUTH`` names, and the
+configuration secrets read from Key Vault at startup (docs/identity.md). Part of the
+composition root (:mod:`memnet.bootstrap` calls it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from memnet.ports import Authenticator
+from memnet.settings import Settings
+
+
+def authenticator(settings: Settings) -> Authenticator:
+    """The modes ``MEMNET_AUTH`` names, all reading their callers from the callers file."""
+    from memnet.adapters.callers import CallerModes, EntraAuthenticator
+    from memnet.adapters.local.apikeys import ApiKeyAuthenticator, principal_map, read_entries
+
+    assert settings.callers_file is not None  # Settings.check guarantees it
+    source = str(settings.callers_file)
+    entries = read_entries(settings.callers_file)
+    principals = principal_map(entries, source)
+    modes: dict[str, Authenticator] = {}
+    if "apikeys" in settings.auth_modes:
+        modes["api_keys"] = ApiKeyAuthenticator.from_entries(
+            entries, source, settings.api_key_pepper
+        )
+    if "entra" in settings.auth_modes:
+        from memnet.adapters.azure.entra import JwtVerifier
+
+        verifier = JwtVerifier(
+            settings.entra_metadata,
+            settings.entra_audiences,
+            leeway_seconds=settings.entra_leeway_seconds,
+        )
+        modes["entra"] = EntraAuthenticator(verifier, principals)
+    if "appservice" in settings.auth_modes:
+        from memnet.adapters.azure.appservice import AppServiceAuthenticator
+
+        assert settings.entra_tenant_id is not None  # Settings.check guarantees it
+        modes["app_service"] = AppServiceAuthenticator(
+            principals, settings.entra_tenant_id, settings.entra_audiences
+        )
+    return CallerModes(**modes)
+
+
+def with_vault_secrets(settings: Settings) -> Settings:
+    """``settings`` with the secrets it lacks read from ``MEMNET_KEYVAULT_URL`` (managed
+    identity); a secret set in the environment (or the local settings file) wins."""
+    if not settings.keyvault_url:
+        return settings
+    from memnet.adapters.azure.secrets import VAULT_SECRET_NAMES, read_vault_secrets
+
+    fields = {
+        "MEMNET_API_KEY_PEPPER": "api_key_pepper",
+        "MEMNET_OPENAI_API_KEY": "extractor_api_key",
+        "MEMNET_SEARCH_API_KEY": "search_api_key",
+    }
+    missing = {s: f for s, f in fields.items() if getattr(settings, f) is None}
+    found = read_vault_secrets(settings.keyvault_url, [VAULT_SECRET_NAMES[s] for s in missing])
+    names = {f: VAULT_SECRET_NAMES[s] for s, f in missing.items()}
+    changes: dict[str, Any] = {f: found[n] for f, n in names.items() if n in found}
+    return dataclasses.replace(settings, **changes)
