@@ -1,0 +1,97 @@
+"""``MemnetClient``: one object for the whole API, scoped to a tenant and user so that
+calls do not repeat them (``memnet.for_user("t1", "alice").get_document(...)``).
+
+The constructor does no I/O: no token is fetched and no connection opened until the
+first call (a client built at import time costs nothing and cannot fail there).
+"""
+
+from __future__ import annotations
+
+import copy
+from types import TracebackType
+
+import httpx
+
+from memnet_client.auth import ApiKeyAuth, TokenAuth, TokenCredential
+from memnet_client.base import json_of
+from memnet_client.calls import Call
+from memnet_client.documents import DocumentsApi
+from memnet_client.governance import GovernanceApi
+from memnet_client.memory import MemoryApi
+from memnet_client.models import JsonObject
+from memnet_client.replays import ReplaysApi
+from memnet_client.retries import RetryPolicy
+from memnet_client.session import Session
+
+__all__ = ["MemnetClient"]
+
+
+def _auth(api_key: str | None, credential: TokenCredential | None, scope: str | None) -> httpx.Auth:
+    if (api_key is None) == (credential is None):
+        raise ValueError("pass exactly one of api_key= or credential=")
+    if api_key is not None:
+        return ApiKeyAuth(api_key)
+    if not scope:
+        raise ValueError("credential= needs scope=, e.g. 'api://memnet-prod/.default'")
+    assert credential is not None
+    return TokenAuth(credential, scope)
+
+
+class MemnetClient(DocumentsApi, MemoryApi, ReplaysApi, GovernanceApi):
+    """A mem.net client.
+
+    ``api_key`` or ``credential`` (an Azure ``TokenCredential`` such as
+    ``DefaultAzureCredential()``, with ``scope``, the API's Application ID URI plus
+    ``/.default``). ``tenant``, ``user`` and ``profile`` scope the calls; set them
+    here or per user with :meth:`for_user`. ``transport`` is an ``httpx`` transport
+    (tests, proxies); ``retry`` bounds retries and waits.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        credential: TokenCredential | None = None,
+        scope: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
+        profile: str | None = None,
+        timeout: float = 30.0,
+        retry: RetryPolicy | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self._session = Session(
+            base_url,
+            _auth(api_key, credential, scope),
+            retry=retry or RetryPolicy(),
+            timeout=timeout,
+            transport=transport,
+        )
+        self.tenant, self.user, self.profile = tenant, user, profile
+
+    def for_user(self, tenant: str, user: str, *, profile: str | None = None) -> MemnetClient:
+        """A client for one user, sharing this one's connections and credential (cheap:
+        make one per conversation). Close the client you constructed, not these."""
+        scoped = copy.copy(self)
+        scoped.tenant, scoped.user = tenant, user
+        scoped.profile = profile or self.profile
+        return scoped
+
+    def get_health(self) -> JsonObject:
+        """``{"status": "ok"}`` when the service is up."""
+        return self._send(Call("GET", "/v1/health", json_of))
+
+    def close(self) -> None:
+        self._session.close()
+
+    def __enter__(self) -> MemnetClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,188 @@
+"""Documents: read, history, patch (JSON Patch with a precondition), replace, and
+``update``, the read-change-write loop an agent should use for live updates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from memnet_client.base import ClientBase, json_of, replayed
+from memnet_client.calls import Call, document_path, drop_none
+from memnet_client.errors import NotFound, PreconditionFailed, UpdateConflict
+from memnet_client.models import Document, History, JsonObject, WriteResult
+
+# What update() calls with the current content (None: no document yet); returns the ops.
+OpsFunction = Callable[[Any], Sequence[JsonObject]]
+
+
+@dataclass(frozen=True)
+class _PatchOptions:
+    """What ``update`` passes through to every PATCH it sends."""
+
+    rebase: bool
+    reason: str | None
+    confidence: float | None
+    evidence: JsonObject | None
+
+
+def _write_result(response: httpx.Response) -> WriteResult:
+    return WriteResult.from_json(
+        json_of(response), status=response.status_code, replayed=replayed(response)
+    )
+
+
+def _precondition(etag: str | None) -> dict[str, str]:
+    """``If-Match`` for an update; none given means create (``If-None-Match: *``)."""
+    return {"If-Match": etag} if etag is not None else {"If-None-Match": "*"}
+
+
+class DocumentsApi(ClientBase):
+    def _document(self, namespace: str, path: str) -> str:
+        return document_path(*self._scope(), namespace, path)
+
+    def get_document(self, namespace: str, path: str) -> Document:
+        """The document and its ETag; :class:`NotFound` (``DOCUMENT_NOT_FOUND``) when
+        it does not exist yet."""
+        url = self._document(namespace, path)
+        parse = _document
+        return self._send(Call("GET", url, parse, params=self._profile_params()))
+
+    def get_history(
+        self, namespace: str, path: str, *, limit: int | None = None, before: str | None = None
+    ) -> History:
+        """One page of changes, newest first; ``before=page.next_before`` for the next."""
+        params = {**self._profile_params(), **drop_none(limit=limit, before=before)}
+        url = self._document(namespace, path) + ":history"
+        return self._send(Call("GET", url, _history, params={k: str(v) for k, v in params.items()}))
+
+    def patch_document(
+        self,
+        namespace: str,
+        path: str,
+        ops: Sequence[JsonObject],
+        *,
+        etag: str | None,
+        reason: str | None = None,
+        confidence: float | None = None,
+        evidence: JsonObject | None = None,
+        binding_id: str | None = None,
+        rebase: bool = False,
+    ) -> WriteResult:
+        """Apply RFC 6902 ``ops`` (paths under ``/content``) to the version ``etag``
+        names, or create the document from its binding's initial content when ``etag``
+        is ``None``. A stale ``etag`` is :class:`PreconditionFailed` unless ``rebase``
+        lets the server apply commuting ops to the latest version (docs/api.md#rebase)."""
+        body = drop_none(
+            profile_id=self.profile,
+            binding_id=binding_id,
+            ops=list(ops),
+            reason=reason,
+            confidence=confidence,
+            evidence=evidence,
+            rebase=rebase or None,
+        )
+        url = self._document(namespace, path)
+        call = Call("PATCH", url, _write_result, body, headers=_precondition(etag), write=True)
+        return self._send(call)
+
+    def put_document(
+        self,
+        namespace: str,
+        path: str,
+        content: Any,
+        *,
+        etag: str | None,
+        reason: str | None = None,
+        evidence: JsonObject | None = None,
+        binding_id: str | None = None,
+    ) -> WriteResult:
+        """Replace the whole content (role ``admin``: migrations). ``etag=None`` creates."""
+        body = drop_none(
+            content=content,
+            profile_id=self.profile,
+            binding_id=binding_id,
+            reason=reason,
+            evidence=evidence,
+        )
+        url = self._document(namespace, path)
+        call = Call("PUT", url, _write_result, body, headers=_precondition(etag), write=True)
+        return self._send(call)
+
+    def update(
+        self,
+        namespace: str,
+        path: str,
+        change: OpsFunction,
+        *,
+        max_attempts: int = 5,
+        rebase: bool = True,
+        reason: str | None = None,
+        confidence: float | None = None,
+        evidence: JsonObject | None = None,
+    ) -> WriteResult:
+        """Read the document, ask ``change(content)`` for JSON Patch ops, and PATCH
+        them with ``If-Match``; no update is lost to a concurrent writer.
+
+        ``content`` is ``None`` when the document does not exist yet: the ops then
+        create it from the binding's initial content. With ``rebase`` (the default) the
+        server applies ops that commute with what changed meanwhile (an append to a
+        list, a field nobody else touched) without a new round trip; when they do not
+        commute, or without ``rebase``, a 412 re-reads and calls ``change`` again, at
+        most ``max_attempts`` times in all, then :class:`UpdateConflict`. ``change``
+        may therefore run more than once and must not have side effects. No ops: no
+        write, and the current document comes back with ``unchanged=True``.
+        """
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        options = _PatchOptions(rebase, reason, confidence, evidence)
+        attempt = 1
+        while True:
+            try:
+                return self._update_once(namespace, path, change, options)
+            except PreconditionFailed as conflict:
+                if attempt >= max_attempts:
+                    raise UpdateConflict(attempt, conflict) from conflict
+            attempt += 1
+
+    def _update_once(
+        self, namespace: str, path: str, change: OpsFunction, options: _PatchOptions
+    ) -> WriteResult:
+        current = self._read_or_none(namespace, path)
+        ops = change(None if current is None else current.content)
+        if not ops:
+            return _unchanged(current, namespace, path)
+        return self.patch_document(
+            namespace,
+            path,
+            ops,
+            etag=None if current is None else current.etag,
+            rebase=options.rebase,
+            reason=options.reason,
+            confidence=options.confidence,
+            evidence=options.evidence,
+        )
+
+    def _read_or_none(self, namespace: str, path: str) -> Document | None:
+        try:
+            return self.get_document(namespace, path)
+        except NotFound as missing:
+            if missing.code == "DOCUMENT_NOT_FOUND":
+                return None
+            raise
+
+
+def _unchanged(current: Document | None, namespace: str, path: str) -> WriteResult:
+    if current is None:
+        raise ValueError(f"change() gave no ops and {namespace}/{path} does not exist")
+    return WriteResult(current.etag, current, False, True, (), None, False, current.raw)
+
+
+def _document(response: httpx.Response) -> Document:
+    return Document.from_json(json_of(response))
+
+
+def _history(response: httpx.Response) -> History:
+    return History.from_json(json_of(response))
