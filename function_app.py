@@ -257,3 +257,37 @@ def compaction_worker(msg: func.QueueMessage) -> None:
 def compaction_timer(timer: func.TimerRequest) -> None:
     """Freshness and compaction of every document: one bounded, resumable run per tick."""
     handle_compaction_timer()
+
+
+# -- MCP tools (docs/mcp.md) -------------------------------------------------------------------
+# Served by the Azure Functions MCP extension at /runtime/webhooks/mcp (locally by funchost).
+# Each tool acts as the caller whose headers the MCP request carries.
+
+from memnet.api import tools  # noqa: E402 - the MCP section is kept whole at the end of the file
+
+
+def _tool(spec: tools.ToolSpec) -> dict[str, str]:
+    return {
+        "arg_name": "context",
+        "tool_name": spec.name,
+        "description": spec.description,
+        "tool_properties": spec.properties_json(),
+    }
+
+
+@app.mcp_tool_trigger(**_tool(tools.SPECS["remember"]))
+def mcp_remember(context: str) -> str:
+    """An event digest, and optionally a memory item through the PATCH gate."""
+    return tools.call("remember", context)
+
+
+@app.mcp_tool_trigger(**_tool(tools.SPECS["recall"]))
+def mcp_recall(context: str) -> str:
+    """Context assembly and event search."""
+    return tools.call("recall", context)
+
+
+@app.mcp_tool_trigger(**_tool(tools.SPECS["forget"]))
+def mcp_forget(context: str) -> str:
+    """Forget one conversation, or report how its forget is going."""
+    return tools.call("forget", context)

@@ -41,11 +41,16 @@ class FunctionHost:
         self.index: FunctionIndex = functions_of(app)
         self.prefix = (read_route_prefix() if route_prefix is None else route_prefix).strip("/")
         self.router = Router(self.index.http_routes, self.prefix)
+        from funchost.mcp import McpEndpoint  # here: funchost.mcp imports this module
+
+        self.mcp = McpEndpoint(app)  # the MCP extension's part (funchost/mcp.py)
 
     def dispatch(
         self, method: str, target: str, headers: list[tuple[str, str]], body: bytes, base_url: str
     ) -> RawResponse:
         path, _, query = target.partition("?")
+        if path == self.mcp.path:
+            return self.mcp.handle(method.upper(), _merge_headers(headers), body)
         resolution = self.router.resolve(method, path)
         route = resolution.route
         if route is None:

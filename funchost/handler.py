@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING
 
 from funchost.dispatch import RawResponse, json_error
+from funchost.mcp import MCP_PATH, refusal
 from funchost.reading import (
     BadFraming,
     BodyTooLarge,
@@ -143,6 +144,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         request_id = new_request_id()
         code = _ERROR_CODES.get(status, status.name)
         response = json_error(status, error_body(code, message, request_id, details), request_id)
+        if self.path.partition("?")[0] == MCP_PATH:  # an MCP client reads JSON-RPC errors
+            response = refusal(status, message, request_id)
         response.headers.append(("Connection", "close"))
         self.refused = True
         self._write(response)

@@ -54,12 +54,23 @@ class BlobFunction:
     connection: str | None
 
 
+@dataclass(frozen=True)
+class McpToolFunction:
+    """An ``mcpToolTrigger`` function; funchost/mcp.py reads its binding."""
+
+    name: str
+    function: UserFunction
+    arg_name: str
+    binding: dict[str, Any]
+
+
 @dataclass
 class FunctionIndex:
     http_routes: list[HttpRoute] = field(default_factory=list)
     queue_functions: list[QueueFunction] = field(default_factory=list)
     timer_functions: list[TimerFunction] = field(default_factory=list)
     blob_functions: list[BlobFunction] = field(default_factory=list)
+    mcp_tools: list[McpToolFunction] = field(default_factory=list)
     by_name: dict[str, UserFunction] = field(default_factory=dict)
 
 
@@ -100,6 +111,9 @@ def _add_function(index: FunctionIndex, function: Any) -> None:
         index.timer_functions.append(_timer_function(name, user_function, trigger))
     elif kind == "blobTrigger":
         index.blob_functions.append(_blob_function(name, user_function, trigger))
+    elif kind == "mcpToolTrigger":
+        tool = McpToolFunction(name, user_function, str(trigger["name"]), trigger)
+        index.mcp_tools.append(tool)
 
 
 def _trigger_binding(function: Any) -> dict[str, Any] | None:
