@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -156,7 +156,9 @@ class Router:
 
 
 def new_request_id() -> str:
-    return f"req_{uuid.uuid4().hex}"
+    """The app's format (memnet.api.endpoint), so the host's own refusals match the
+    OpenAPI document's ``x-request-id`` pattern."""
+    return f"req_{secrets.token_hex(12)}"
 
 
 def error_body(
