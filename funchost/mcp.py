@@ -45,6 +45,8 @@ _TYPES = {"float": "number", "datetime": "string"}  # the extension's names -> J
 _M = TypeVar("_M", bound=BaseModel)
 _JSON_RANGES = frozenset({_JSON, "application/*", "*/*"})
 _STREAM_RANGES = frozenset({"text/event-stream", "text/*", "*/*"})
+# Result members of the stateless 2026-07-28 revision, which this endpoint does not speak.
+_STATELESS_ONLY = ("resultType", "ttlMs", "cacheScope")
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,8 @@ class McpEndpoint:
             return self._post(headers, body)
         except McpError as error:
             return error.response()
+        except Exception:  # a bug of this endpoint: still a JSON-RPC answer
+            return _internal_error(None)
 
     def _post(self, headers: Mapping[str, str], body: bytes) -> RawResponse:
         _check_headers(headers)
@@ -162,8 +166,11 @@ class McpEndpoint:
         except McpError as error:
             error.request_id = message.id
             raise
+        except Exception:  # RecursionError included: an answer, never a dropped connection
+            return _internal_error(message.id)
         dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
-        dumped.pop("resultType", None)  # a field of the stateless revision only
+        for name in _STATELESS_ONLY:
+            dumped.pop(name, None)
         return _json(200, types.JSONRPCResponse(jsonrpc="2.0", id=message.id, result=dumped))
 
     def _answer(self, request: types.JSONRPCRequest, headers: Mapping[str, str]) -> BaseModel:
@@ -211,18 +218,40 @@ def _check_headers(headers: Mapping[str, str]) -> None:
         raise McpError(types.INVALID_REQUEST, f"Unsupported protocol version: {version}", 400)
 
 
+def _internal_error(message_id: Any) -> RawResponse:
+    """-32603 in a 500, naming a request id that is in the log line with the traceback."""
+    request_id = new_request_id()
+    logger.exception("MCP request failed (request_id=%s)", request_id)
+    text = f"Internal error (request_id={request_id})."
+    response = McpError(types.INTERNAL_ERROR, text, 500, message_id).response()
+    response.headers.append(("x-request-id", request_id))
+    return response
+
+
 def _message(body: bytes) -> types.JSONRPCMessage:
     try:
         data = json.loads(body)
-    except ValueError:  # UnicodeDecodeError included
+    except (ValueError, RecursionError):  # UnicodeDecodeError included; too deep to parse
         raise McpError(types.PARSE_ERROR, "Parse error: the body is not JSON.", 400) from None
     if isinstance(data, list):
         raise McpError(types.INVALID_REQUEST, "JSON-RPC batches are not supported.", 400)
+    _check_id(data)
     try:
         message: types.JSONRPCMessage = types.jsonrpc_message_adapter.validate_python(data)
     except ValidationError:
         raise McpError(types.INVALID_REQUEST, "Not a JSON-RPC 2.0 message.", 400) from None
     return message
+
+
+def _check_id(data: Any) -> None:
+    """A request's ``id`` is a string or an integer (MCP: never null). Any other id would
+    validate as a notification, answered 202 and never executed, and the client would
+    wait forever for its answer."""
+    if not isinstance(data, dict) or "method" not in data or "id" not in data:
+        return
+    found = data["id"]
+    if isinstance(found, bool) or not isinstance(found, str | int):
+        raise McpError(types.INVALID_REQUEST, "The id must be a string or an integer.", 400)
 
 
 def _parsed(model: type[_M], params: Mapping[str, Any]) -> _M:

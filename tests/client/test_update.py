@@ -58,13 +58,53 @@ def test_concurrent_appends_all_land(memnet: MemnetClient):
 
     def writer(n: int) -> None:
         for i in range(6):
-            memnet.update(*DYNAMIC, append_preference(f"w{n}-{i}"))
+            memnet.update(*DYNAMIC, append_preference(f"w{n}-{i}"), max_attempts=50)
 
     in_threads(2, writer)
     preferences = memnet.get_document(*DYNAMIC).content["preferences"]
     assert sorted(preferences) == sorted(
         ["start"] + [f"w{n}-{i}" for n in (0, 1) for i in range(6)]
     )
+
+
+def test_concurrent_pure_appends_with_rebase_all_land(memnet: MemnetClient):
+    """The opt-in: an append that does not depend on the content is rebased by the
+    server instead of answering 412."""
+    memnet.update(*DYNAMIC, append_preference("start"))
+
+    def writer(n: int) -> None:
+        for i in range(6):
+            memnet.update(*DYNAMIC, append_preference(f"w{n}-{i}"), rebase=True)
+
+    in_threads(2, writer)
+    preferences = memnet.get_document(*DYNAMIC).content["preferences"]
+    assert sorted(preferences) == sorted(
+        ["start"] + [f"w{n}-{i}" for n in (0, 1) for i in range(6)]
+    )
+
+
+def add_once(text: str, before: Callable[[], None] = lambda: None) -> Any:
+    """A check-then-append: depends on the content, so it must see the latest."""
+    seen: list[list[str]] = []
+
+    def change(content: Any) -> list[dict[str, Any]]:
+        seen.append(list(content["preferences"]))
+        before()
+        return [] if text in content["preferences"] else append_preference(text)(content)
+
+    change.seen = seen  # type: ignore[attr-defined]
+    return change
+
+
+def test_a_concurrent_write_makes_change_run_again_on_the_latest_content(
+    memnet: MemnetClient, admin: MemnetClient
+):
+    memnet.update(*DYNAMIC, append_preference("coffee"))
+    other = iter([lambda: admin.update(*DYNAMIC, append_preference("tea"))])
+    change = add_once("tea", before=lambda: next(other, lambda: None)())
+    result = memnet.update(*DYNAMIC, change)
+    assert change.seen == [["coffee"], ["coffee", "tea"]] and result.unchanged
+    assert memnet.get_document(*DYNAMIC).content["preferences"] == ["coffee", "tea"]
 
 
 def test_concurrent_increments_lose_nothing(memnet: MemnetClient):

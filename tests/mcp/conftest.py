@@ -62,6 +62,7 @@ class McpClient:
 
     url: str
     key: str | None
+    headers: tuple[tuple[str, str], ...] = ()  # more headers for every request
 
     def list_tools(self) -> types.ListToolsResult:
         return anyio.run(self._run, lambda s: s.list_tools())
@@ -71,6 +72,7 @@ class McpClient:
 
     async def _run(self, use: Any) -> Any:
         headers = {} if self.key is None else {"Authorization": f"Bearer {self.key}"}
+        headers.update(self.headers)
         async with (
             httpx2.AsyncClient(headers=headers) as http,
             streamable_http_client(self.url, http_client=http) as (read, write),

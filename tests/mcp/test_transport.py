@@ -14,6 +14,7 @@ import pytest
 
 import function_app
 from funchost import start_in_thread
+from funchost.mcp import McpEndpoint, ServerOptions
 from tests.conftest import AGENT_KEY
 from tests.mcp.conftest import MCP_PATH, McpClient, text_of
 
@@ -166,3 +167,43 @@ def test_a_tool_sees_the_request_headers_as_the_extension_passes_them(tool_host:
     result = post(tool_host, body, **{"X-Probe": "seen"}).json()["result"]
     assert result["content"] == [{"type": "text", "text": "seen"}]
     assert result["isError"] is False
+
+
+def test_deeply_nested_json_is_a_parse_error_not_a_dropped_connection(tool_host: str):
+    for body in (
+        "[" * 100_000 + "]" * 100_000,
+        rpc("tools/call", {"name": "echo", "arguments": {}}).replace("{}", "[" * 3000 + "]" * 3000),
+    ):
+        assert error_of(post(tool_host, body), 400, -32700)["id"] is None
+
+
+def test_nested_arguments_that_parse_get_an_answer(tool_host: str):
+    deep = "[" * 900 + "]" * 900
+    body = rpc("tools/call", {"name": "echo", "arguments": {"a": 1}}).replace("1}", deep + "}")
+    response = post(tool_host, body)
+    assert response.status_code == 200 and response.json()["id"] == 1
+
+
+def test_an_unexpected_failure_is_an_internal_error_with_the_request_id(tmp_path):
+    host_json = tmp_path / "host.json"
+    host_json.write_text(json.dumps({"extensions": {"mcp": {"instructions": {"not": "text"}}}}))
+    endpoint = McpEndpoint(tool_app(), ServerOptions.from_host_json(host_json))
+    client = {"name": "t", "version": "1"}
+    params = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    lower = {name.lower(): value for name, value in HEADERS.items()}
+    response = endpoint.handle("POST", lower, rpc("initialize", params, id=5).encode())
+    body = json.loads(response.body)
+    assert response.status == 500 and body["id"] == 5 and body["error"]["code"] == -32603
+    request_id = dict(response.headers)["x-request-id"]
+    assert request_id.startswith("req_") and request_id in body["error"]["message"]
+
+
+@pytest.mark.parametrize("bad_id", ["true", "1.0", "null", "{}", "[1]"])
+def test_an_id_that_is_not_a_string_or_integer_is_an_invalid_request(small_host: str, bad_id):
+    body = f'{{"jsonrpc": "2.0", "id": {bad_id}, "method": "ping"}}'
+    assert error_of(post(small_host, body), 400, -32600)["id"] is None
+
+
+def test_tools_list_carries_no_members_of_the_stateless_revision(small_host: str):
+    result = post(small_host, rpc("tools/list")).json()["result"]
+    assert set(result) == {"tools"}

@@ -8,6 +8,8 @@ from memnet_client.errors import (
     BadRequest,
     Conflict,
     Forbidden,
+    InvalidIdentifier,
+    InvalidResponse,
     MemnetError,
     NotFound,
     PayloadTooLarge,
@@ -59,6 +61,7 @@ __all__ = [
     # errors
     "MemnetError",
     "TransportError",
+    "InvalidIdentifier",
     "ApiError",
     "BadRequest",
     "Unauthorized",
@@ -73,5 +76,6 @@ __all__ = [
     "RateLimited",
     "ServerError",
     "ServiceUnavailable",
+    "InvalidResponse",
     "UpdateConflict",
 ]

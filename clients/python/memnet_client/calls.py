@@ -12,6 +12,8 @@ from urllib.parse import quote
 
 import httpx
 
+from memnet_client.errors import InvalidIdentifier
+
 T = TypeVar("T")
 
 __all__ = ["Call", "segment", "document_path", "drop_none"]
@@ -39,14 +41,26 @@ class Call(Generic[T]):
     resend_safe: bool = True
 
 
+_DOT_SEGMENTS = frozenset({"", ".", ".."})
+
+
 def segment(value: str) -> str:
-    """One path segment, percent-encoded whole: a ``/`` or ``..`` in an id cannot
-    address another route (the server refuses such ids anyway)."""
+    """One path segment, percent-encoded whole (``/``, ``%``, ``?``, ``#`` and every
+    other reserved character), so the server sees exactly the id given.
+
+    ``""``, ``"."`` and ``".."`` are refused with :class:`InvalidIdentifier` before any
+    I/O: percent-encoding leaves them as they are and httpx removes dot segments
+    (RFC 3986), so ``forget_conversation("..")`` would be ``DELETE …/users/{user}``,
+    forgetting the whole user, and the server would never see the id to refuse it.
+    """
+    if value in _DOT_SEGMENTS:
+        raise InvalidIdentifier(value)
     return quote(value, safe="")
 
 
 def document_path(tenant: str, user: str, namespace: str, path: str) -> str:
-    """``/v1/…/documents/{namespace}/{path}``, each segment of ``path`` encoded."""
+    """``/v1/…/documents/{namespace}/{path}``, each ``/``-separated part of ``path`` a
+    :func:`segment` (so ``a//b``, ``a/./b`` and ``a/../b`` are refused)."""
     encoded = "/".join(segment(part) for part in path.split("/"))
     return f"{user_path(tenant, user)}/documents/{segment(namespace)}/{encoded}"
 

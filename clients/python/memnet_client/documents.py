@@ -118,22 +118,29 @@ class DocumentsApi(ClientBase):
         change: OpsFunction,
         *,
         max_attempts: int = 5,
-        rebase: bool = True,
+        rebase: bool = False,
         reason: str | None = None,
         confidence: float | None = None,
         evidence: JsonObject | None = None,
     ) -> WriteResult:
         """Read the document, ask ``change(content)`` for JSON Patch ops, and PATCH
-        them with ``If-Match``; no update is lost to a concurrent writer.
+        them with ``If-Match``: optimistic concurrency, so the ops that land were always
+        decided on the content they apply to, and no update is lost to a concurrent
+        writer.
 
         ``content`` is ``None`` when the document does not exist yet: the ops then
-        create it from the binding's initial content. With ``rebase`` (the default) the
-        server applies ops that commute with what changed meanwhile (an append to a
-        list, a field nobody else touched) without a new round trip; when they do not
-        commute, or without ``rebase``, a 412 re-reads and calls ``change`` again, at
-        most ``max_attempts`` times in all, then :class:`UpdateConflict`. ``change``
-        may therefore run more than once and must not have side effects. No ops: no
-        write, and the current document comes back with ``unchanged=True``.
+        create it from the binding's initial content. When someone wrote meanwhile the
+        server answers 412; ``update`` re-reads and calls ``change`` again on the new
+        content, at most ``max_attempts`` times in all, then :class:`UpdateConflict`.
+        ``change`` may therefore run more than once and must not have side effects. No
+        ops: no write, and the current document comes back with ``unchanged=True``.
+
+        ``rebase=True`` lets the server apply ops that commute with the concurrent
+        change (an append to a list, a field nobody else touched) to the latest version
+        instead of answering 412, saving a round trip — but ``change`` then never sees
+        that latest version. Use it only for changes that do not depend on the content,
+        e.g. pure appends; a check-then-append (``return [] if "tea" in prefs else
+        [append "tea"]``) would store duplicates under concurrency.
         """
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")

@@ -18,6 +18,7 @@ import httpx
 __all__ = [
     "MemnetError",
     "TransportError",
+    "InvalidIdentifier",
     "ApiError",
     "BadRequest",
     "Unauthorized",
@@ -32,6 +33,7 @@ __all__ = [
     "RateLimited",
     "ServerError",
     "ServiceUnavailable",
+    "InvalidResponse",
     "UpdateConflict",
     "error_from_response",
 ]
@@ -43,6 +45,18 @@ class MemnetError(Exception):
 
 class TransportError(MemnetError):
     """The server could not be reached (or the connection broke) on every attempt."""
+
+
+class InvalidIdentifier(MemnetError, ValueError):
+    """An id that cannot be one path segment (``""``, ``"."``, ``".."``), refused
+    before any I/O: sent, it would address another route. Also a ``ValueError``, as
+    the argument is wrong, not the server; ``code`` is the server's for the same id."""
+
+    code = "INVALID_IDENTIFIER"
+
+    def __init__(self, value: str) -> None:
+        super().__init__(f"{value!r} is not a valid identifier or document path segment")
+        self.value = value
 
 
 class ApiError(MemnetError):
@@ -125,6 +139,21 @@ class ServerError(ApiError):
 
 class ServiceUnavailable(ServerError):
     """503: storage or the app itself is not available just now."""
+
+
+class InvalidResponse(ApiError):
+    """A success status whose body is not the JSON the route answers with (a proxy's or
+    captive portal's HTML page, an empty body): ``message`` is the start of the body,
+    the exception is chained to the parsing error."""
+
+    @classmethod
+    def of(cls, response: httpx.Response, problem: Exception) -> InvalidResponse:
+        return cls(
+            response.status_code,
+            "INVALID_RESPONSE",
+            f"unexpected answer body ({problem}): {response.text[:200]!r}",
+            response.headers.get("x-request-id"),
+        )
 
 
 class UpdateConflict(MemnetError):

@@ -16,7 +16,7 @@ from typing import TypeVar
 import httpx
 
 from memnet_client.calls import Call
-from memnet_client.errors import TransportError, error_from_response
+from memnet_client.errors import InvalidResponse, TransportError, error_from_response
 from memnet_client.retries import RetryPolicy
 
 T = TypeVar("T")
@@ -80,7 +80,10 @@ class Session:
         response.read()
         if response.is_error:
             raise error_from_response(response)
-        return call.parse(response)
+        try:
+            return call.parse(response)
+        except (ValueError, LookupError, TypeError) as problem:  # JSONDecodeError included
+            raise InvalidResponse.of(response, problem) from problem
 
     def close(self) -> None:
         self._http.close()

@@ -10,7 +10,8 @@ request id), never an exception the MCP layer would have to render.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from memnet.api.endpoint import new_request_id
 from memnet.api.errors import error_response
@@ -25,7 +26,7 @@ from memnet.api.tools.invocation import (
 from memnet.api.tools.recall import recall
 from memnet.api.tools.remember import remember
 from memnet.api.tools.specs import SPECS, ToolSpec
-from memnet.domain.errors import MemnetError, Unavailable
+from memnet.domain.errors import BadRequest, MemnetError, Unavailable
 from memnet.ports import StorageError
 
 log = logging.getLogger("memnet.api")
@@ -42,7 +43,9 @@ HANDLERS: dict[str, Callable[[Invocation], ToolResult]] = {
 def call(tool: str, context: str) -> str:
     """Run ``tool`` on the extension's context JSON; the MCP ``CallToolResult`` as JSON."""
     try:
-        result = HANDLERS[tool](parse_context(context))
+        invocation = parse_context(context)
+        _refuse_unknown(SPECS[tool], invocation.arguments)
+        result = HANDLERS[tool](invocation)
     except ApiFailure as failure:
         result = failure.result()
     except MemnetError as error:
@@ -56,6 +59,20 @@ def call(tool: str, context: str) -> str:
         internal = MemnetError("Internal error; quote the request id.")
         result = error_result(error_response(internal, request_id))
     return result.to_json()
+
+
+def _refuse_unknown(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
+    """An argument the tool does not take is an error, as an unknown field is in the
+    API: a model's misspelt ``memory_pth`` must not be silently dropped."""
+    allowed = [p.name for p in spec.properties]
+    unknown = sorted(name for name in arguments if name not in allowed)
+    if unknown:
+        raise BadRequest(
+            f"Unknown arguments for {spec.name}: {', '.join(unknown)}.",
+            code="UNKNOWN_FIELD",
+            fields=unknown,
+            allowed=allowed,
+        )
 
 
 def _refused(tool: str, error: MemnetError) -> ToolResult:

@@ -31,10 +31,22 @@ _OWN_HEADERS = frozenset(
 )
 
 
+# App Service Authentication's identity headers. EasyAuth sets (and strips a client's)
+# on the HTTP routes; that it covers /runtime/webhooks/mcp is not verified (and an
+# ``excludedPaths`` entry would skip it), so a tool trusting them could be handed a forged
+# principal. Tools drop them: MEMNET_AUTH=appservice does not authenticate tool calls
+# (docs/mcp.md, "Authentication").
+_PLATFORM_PREFIXES = ("x-ms-client-principal", "x-ms-token-")
+
+
+def _forwarded(name: str) -> bool:
+    return name not in _OWN_HEADERS and not name.startswith(_PLATFORM_PREFIXES)
+
+
 @dataclass(frozen=True)
 class Invocation:
     arguments: Mapping[str, Any]
-    headers: Mapping[str, str]  # lower-case names, the tool's own headers removed
+    headers: Mapping[str, str]  # lower-case names; the tool's own and platform ones removed
 
 
 def parse_context(context: str) -> Invocation:
@@ -59,7 +71,7 @@ def _headers(transport: Any) -> dict[str, str]:
     return {
         str(name).lower(): value
         for name, value in headers.items()
-        if isinstance(value, str) and str(name).lower() not in _OWN_HEADERS
+        if isinstance(value, str) and _forwarded(str(name).lower())
     }
 
 
@@ -79,11 +91,14 @@ class ToolResult:
 
 
 class ApiFailure(Exception):
-    """An API request of the tool answered with an error (its status and payload)."""
+    """An API request of the tool answered with an error (its status and payload, and
+    its ``Retry-After`` in seconds, carried into the tool error as ``retry_after``)."""
 
-    def __init__(self, status: int, payload: Mapping[str, Any]) -> None:
+    def __init__(
+        self, status: int, payload: Mapping[str, Any], retry_after: int | None = None
+    ) -> None:
         super().__init__(status)
-        self.status, self.payload = status, payload
+        self.status, self.payload, self.retry_after = status, payload, retry_after
 
     @property
     def code(self) -> str | None:
@@ -92,11 +107,22 @@ class ApiFailure(Exception):
 
     def result(self, **done: Any) -> ToolResult:
         """The tool error, with what the tool had already done (``done``)."""
-        return ToolResult({**done, "status": self.status, **self.payload}, is_error=True)
+        wait = {} if self.retry_after is None else {"retry_after": self.retry_after}
+        return ToolResult({**done, "status": self.status, **wait, **self.payload}, is_error=True)
+
+    @classmethod
+    def of(cls, response: ApiResponse) -> ApiFailure:
+        return cls(response.status, _payload(response), _retry_after(response))
 
 
 def error_result(response: ApiResponse) -> ToolResult:
-    return ApiFailure(response.status, _payload(response)).result()
+    return ApiFailure.of(response).result()
+
+
+def _retry_after(response: ApiResponse) -> int | None:
+    """The response's ``Retry-After`` (the API sends whole seconds), else None."""
+    value = next((v for k, v in response.headers.items() if k.lower() == "retry-after"), None)
+    return int(value) if value is not None and value.strip().isdigit() else None
 
 
 @dataclass(frozen=True)
@@ -115,10 +141,9 @@ class ApiCall:
         headers = {**caller, **self.headers, "content-type": JSON}
         request = ApiRequest.of(self.method, self.path, self.route_params, headers, {}, body)
         response = handler(request)
-        payload = _payload(response)
         if response.status >= 400:
-            raise ApiFailure(response.status, payload)
-        return payload
+            raise ApiFailure.of(response)
+        return _payload(response)
 
 
 def _payload(response: ApiResponse) -> dict[str, Any]:

@@ -109,6 +109,7 @@ def _memory_write(call: Invocation, moment: str) -> MemoryWrite | None:
         body["ops"] = [_append(_pending_section(profile, binding), proposal)]
     else:
         _refuse_durable(profile, binding, target)
+        _refuse_pending(profile, binding, target)
         body["ops"] = [{"op": "add", "path": _document_path(target), "value": args["memory_value"]}]
         if args.get("confidence") is not None:
             body["confidence"] = number_arg(args, "confidence")
@@ -159,6 +160,21 @@ def _refuse_durable(profile: Profile, binding: Binding, target: Segments) -> Non
                 code="DURABLE_SECTION_REFUSED",
                 path=pointers.render(target),
             )
+
+
+def _refuse_pending(profile: Profile, binding: Binding, target: Segments) -> None:
+    """Proposals are made by ``pending=true`` only, which stamps ``proposed_by`` and
+    ``proposed_at``: a hand-made item in the pending section could claim any reviewer."""
+    section = profile.confidence.pending_sections.get(binding.binding_id)
+    if section is not None and (
+        pointers.is_within(target, section) or pointers.is_within(section, target)
+    ):
+        raise Unprocessable(
+            "The pending section takes proposals made with pending=true only; set "
+            "pending=true and give the item's own target as memory_path.",
+            code="PENDING_SECTION_REFUSED",
+            path=pointers.render(target),
+        )
 
 
 def _pending_section(profile: Profile, binding: Binding) -> Segments:
