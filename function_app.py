@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import azure.functions as func
 
-from memnet.api import context, documents, events, governance, health, snapshots
+from memnet.api import context, documents, events, governance, health, openapi, snapshots
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.workers import (
     handle_compaction_job,
@@ -48,6 +48,12 @@ def get_health(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route="v1/health/details", methods=["GET"])
 def get_health_details(req: func.HttpRequest) -> func.HttpResponse:
     return _call(health.get_health_details, req)
+
+
+@app.route(route="v1/openapi.json", methods=["GET"])
+def get_openapi(req: func.HttpRequest) -> func.HttpResponse:
+    """The OpenAPI 3.1 document of these routes; unauthenticated, as /v1/health."""
+    return _call(openapi.get_openapi, req)
 
 
 @app.route(route=DOCUMENT_ROUTE, methods=["GET"])

@@ -13,6 +13,7 @@ from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
+from memnet.api.models.requests import PatchBody, PutBody
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest
@@ -21,10 +22,6 @@ from memnet.services.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
-PATCH_FIELDS = frozenset(
-    {"profile_id", "binding_id", "ops", "reason", "evidence", "confidence", "rebase"}
-)
-PUT_FIELDS = frozenset({"profile_id", "binding_id", "content", "reason", "evidence"})
 
 
 def _caller(request: ApiRequest) -> Caller:
@@ -59,7 +56,12 @@ def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
     limit = parsing.bounded_int(request.query, "limit", services.settings.history_limit, 1000)
     before = request.query.get("before")
     if before is not None and not CHANGE_ID.fullmatch(before):
-        raise BadRequest("before must be a change id.", code="INVALID_QUERY", field="before")
+        raise BadRequest(
+            "before must be a change id.",
+            code="INVALID_QUERY",
+            field="before",
+            location=["query", "before"],
+        )
     page = services.documents.history(caller, ref, profile_id, limit, before)
     return ApiResponse.json(200, page)
 
@@ -67,55 +69,48 @@ def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
 @endpoint
 def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
     caller = _caller(request)
-    body = parsing.json_body(request, _limit(), PATCH_FIELDS)
-    command = _command(request, caller, body, request_id, "live_update")
-    if "ops" not in body:
-        raise_missing("ops")
-    rebase = body.get("rebase", False)
-    if not isinstance(rebase, bool):
-        raise BadRequest("rebase must be true or false.", code="INVALID_FIELD", field="rebase")
-    command = _with(command, ops=parse_ops(body["ops"]), rebase=rebase)
+    raw, body = parsing.model_body(request, _limit(), PatchBody)
+    command = _command(request, caller, raw, body, request_id)
+    command = _with(command, ops=parse_ops(raw["ops"]), rebase=body.rebase)
     return _render(bootstrap.services().documents.patch(caller, command), caller)
 
 
 @endpoint
 def put_document(request: ApiRequest, request_id: str) -> ApiResponse:
     caller = _caller(request)
-    body = parsing.json_body(request, _limit(), PUT_FIELDS)
-    command = _command(request, caller, body, request_id, "admin_migration")
-    if not isinstance(body.get("content"), dict):
-        raise_missing("content")
-    command = _with(command, content=body["content"])
+    raw, body = parsing.model_body(request, _limit(), PutBody)
+    command = _with(_command(request, caller, raw, body, request_id), content=raw["content"])
     return _render(bootstrap.services().documents.replace(caller, command), caller)
 
 
 def _command(
-    request: ApiRequest, caller: Caller, body: dict[str, Any], request_id: str, default_reason: str
+    request: ApiRequest,
+    caller: Caller,
+    raw: dict[str, Any],
+    body: PatchBody | PutBody,
+    request_id: str,
 ) -> WriteCommand:
+    """The write as the service takes it; ``raw`` (the body as sent) is fingerprinted, so
+    a retry matches its first attempt whatever the models normalise."""
     ref = parsing.document_ref(request, request.route_params.get("path", ""))
     if_match, create = parsing.precondition(request)
-    reason = parsing.reason(body, default_reason)
-    parsing.check_reason(reason, caller.roles)
+    parsing.check_reason(body.reason, caller.roles)
     return WriteCommand(
         ref=ref,
-        profile_id=parsing.optional_str(body, "profile_id"),
-        binding_id=parsing.optional_str(body, "binding_id"),
+        profile_id=body.profile_id,
+        binding_id=body.binding_id,
         precondition=Precondition(if_match, create),
         idempotency_key=parsing.idempotency_key(request),
-        fingerprint=parsing.fingerprint(request, caller.caller_id, body),
-        reason=reason,
+        fingerprint=parsing.fingerprint(request, caller.caller_id, raw),
+        reason=body.reason,
         request_id=request_id,
-        evidence=parsing.evidence(body),
-        confidence=parsing.confidence(body),
+        evidence=raw.get("evidence"),
+        confidence=body.confidence if isinstance(body, PatchBody) else None,
     )
 
 
 def _with(command: WriteCommand, **changes: Any) -> WriteCommand:
     return replace(command, **changes)
-
-
-def raise_missing(name: str) -> None:
-    raise BadRequest(f"Body needs {name!r}.", code="MISSING_FIELD", field=name)
 
 
 def _limit() -> int:

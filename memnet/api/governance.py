@@ -3,23 +3,16 @@ conversation, their status and receipts, and the admin routes of legal holds."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from memnet import bootstrap
 from memnet.api import parsing
 from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.domain.errors import BadRequest
-from memnet.domain.identifiers import check_identifier
-from memnet.services.holds import HOLD_KINDS
-
-HOLD_FIELDS = frozenset({"reason", "kinds"})
-MAX_HOLD_REASON = 500
+from memnet.api.models.requests import HoldBody
 
 
 def _ids(request: ApiRequest, *kinds: str) -> list[str]:
-    return [check_identifier(k, request.route_params.get(k, "")) for k in kinds]
+    return [parsing.path_id(request, kind) for kind in kinds]
 
 
 @endpoint
@@ -72,8 +65,9 @@ def set_hold(request: ApiRequest, request_id: str) -> ApiResponse:
     caller = caller_of(request, metered=False)
     tenant_id, user_id = _hold_scope(request)
     caller.require(tenant_id, "admin")
-    body = parse_hold(parsing.json_body(request, services.settings.max_body_bytes, HOLD_FIELDS))
-    return ApiResponse.json(200, services.holds.set(tenant_id, user_id, body, caller.caller_id))
+    _, body = parsing.model_body(request, services.settings.max_body_bytes, HoldBody)
+    hold = body.model_dump(exclude_none=True)
+    return ApiResponse.json(200, services.holds.set(tenant_id, user_id, hold, caller.caller_id))
 
 
 @endpoint
@@ -99,29 +93,3 @@ def _hold_scope(request: ApiRequest) -> tuple[str, str | None]:
     if "user_id" not in request.route_params:
         return tenant_id, None
     return tenant_id, _ids(request, "user_id")[0]
-
-
-def parse_hold(body: dict[str, Any]) -> dict[str, Any]:
-    """``{"reason": 1-500 chars, "kinds": optional non-empty subset of HOLD_KINDS}``."""
-    reason = body.get("reason")
-    if not isinstance(reason, str) or not 0 < len(reason.strip()) <= MAX_HOLD_REASON:
-        raise BadRequest(
-            f"reason must be a string of 1-{MAX_HOLD_REASON} characters.",
-            code="INVALID_FIELD",
-            field="reason",
-        )
-    kinds = body.get("kinds")
-    if kinds is None:
-        return {"reason": reason}
-    if (
-        not isinstance(kinds, list)
-        or not kinds
-        or not all(isinstance(k, str) and k in HOLD_KINDS for k in kinds)
-        or len(set(kinds)) != len(kinds)
-    ):
-        raise BadRequest(
-            f"kinds must be a non-empty list of distinct kinds from {list(HOLD_KINDS)}.",
-            code="INVALID_FIELD",
-            field="kinds",
-        )
-    return {"reason": reason, "kinds": kinds}

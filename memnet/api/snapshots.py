@@ -18,7 +18,6 @@ from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
-from memnet.domain.identifiers import check_identifier
 from memnet.domain.layout import SnapshotRef
 
 RECORD_FIELDS = (
@@ -49,13 +48,8 @@ def _caller(request: ApiRequest) -> Caller:
 
 
 def _ref(request: ApiRequest) -> SnapshotRef:
-    params = request.route_params
-    return SnapshotRef(
-        *(
-            check_identifier(name, params.get(name, ""))
-            for name in ("tenant_id", "user_id", "conversation_id", "snapshot_id")
-        )
-    )
+    names = ("tenant_id", "user_id", "conversation_id", "snapshot_id")
+    return SnapshotRef(*(parsing.path_id(request, name) for name in names))
 
 
 def status_url(ref: SnapshotRef) -> str:
@@ -86,7 +80,7 @@ def view(record: dict[str, Any], ref: SnapshotRef, full: bool = True) -> dict[st
 def put_snapshot(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
     caller = _caller(request)
-    body = parsing.json_body(request, services.settings.max_body_bytes, None)  # model checks
+    body = parsing.json_body(request, services.settings.max_body_bytes)  # the domain checks
     ref = _ref(request)
     created, record = services.snapshots.upload(caller, ref, body)
     headers = {"Location": status_url(ref)}
@@ -116,10 +110,19 @@ def resolve_patch(request: ApiRequest, request_id: str) -> ApiResponse:
     ref = _ref(request)
     action = request.route_params.get("action", "")
     if action not in ("retry", "discard"):
-        raise BadRequest("action must be retry or discard.", code="INVALID_ACTION", field="action")
+        raise BadRequest(
+            "action must be retry or discard.",
+            code="INVALID_ACTION",
+            field="action",
+            location=["path", "action"],
+        )
     index = request.route_params.get("patch_index", "")
     if not index.isdigit() or len(index) > 4:
-        raise BadRequest("patch_index must be a small integer.", code="INVALID_FIELD")
+        raise BadRequest(
+            "patch_index must be a small integer.",
+            code="INVALID_FIELD",
+            location=["path", "patch_index"],
+        )
     record = services.replay.review.resolve(caller, ref, int(index), action)
     return ApiResponse.json(200, view(record, ref))
 
@@ -136,9 +139,7 @@ def redrive(request: ApiRequest, request_id: str) -> ApiResponse:
 def list_unresolved(request: ApiRequest, request_id: str) -> ApiResponse:
     services = bootstrap.services()
     caller = _caller(request)
-    params = request.route_params
-    tenant_id = check_identifier("tenant_id", params.get("tenant_id", ""))
-    user_id = check_identifier("user_id", params.get("user_id", ""))
+    tenant_id, user_id = parsing.path_id(request, "tenant_id"), parsing.path_id(request, "user_id")
     limit = parsing.bounded_int(request.query, "limit", 100, 1000)
     found = services.replay.review.unresolved(caller, tenant_id, user_id, limit)
     replays = [

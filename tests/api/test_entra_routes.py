@@ -34,15 +34,19 @@ VALUES = {
 }
 
 
+UNAUTHENTICATED = ("/v1/health", "/v1/openapi.json")
+
+
 def authenticated_routes() -> list[tuple[str, str]]:
-    """(method, path) of every HTTP function but the unauthenticated health probe."""
+    """(method, path) of every HTTP function but the unauthenticated health probe and
+    OpenAPI document."""
     import function_app
     from funchost import functions_of
 
     found = []
     for route in functions_of(function_app.app).http_routes:
         path = "/" + re.sub(r"\{([^}]+)\}", lambda m: VALUES[m.group(1)], route.route)
-        found += [(method, path) for method in route.methods if path != "/v1/health"]
+        found += [(method, path) for method in route.methods if path not in UNAUTHENTICATED]
     return sorted(found)
 
 

@@ -1,0 +1,125 @@
+"""The base of every request body model, its shared field types, and the one place a
+pydantic ``ValidationError`` becomes our :class:`BadRequest` (spec 10.7).
+
+Every error names where it is in ``details.location``: a list of JSON member names and
+array indexes from the body's root, first element ``"body"`` (``["body", "ops", 0]``),
+as ``jsonschema`` reports a path. Route parameters, query parameters and headers use
+``["path", name]``, ``["query", name]`` and ``["header", name]``
+(:func:`memnet.api.parsing.located`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from memnet.domain.envelope import canonical
+from memnet.domain.errors import BadRequest
+from memnet.domain.identifiers import SEGMENT
+
+MAX_EVIDENCE_CHARS = 4096
+
+
+class Body(BaseModel):
+    """Strict: no coercion (``"true"`` is not a bool, ``1.0`` not an int), no unknown
+    members. ``defer_build``: the schema is built on first use, not at import (the
+    Functions host gives the app 30 s to start)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
+
+    MISSING_CODE: ClassVar[str] = "INVALID_FIELD"
+    """The code of an absent required member."""
+    FIELD_CODES: ClassVar[dict[str, str]] = {}
+    """Codes other than INVALID_FIELD for a bad value under a top-level member."""
+
+
+def _identifier(value: str) -> str:
+    if not SEGMENT.fullmatch(value):
+        raise PydanticCustomError("invalid_identifier", "must match {pattern}", _PATTERN)
+    return value
+
+
+def _evidence(value: dict[str, Any]) -> dict[str, Any]:
+    if len(canonical(value)) > MAX_EVIDENCE_CHARS:
+        raise ValueError(f"must be an object of at most {MAX_EVIDENCE_CHARS} chars")
+    return value
+
+
+def segment_schema() -> dict[str, Any]:
+    return {"type": "string", "pattern": f"^{SEGMENT.pattern}$"}
+
+
+_PATTERN = {"pattern": f"^{SEGMENT.pattern}$"}
+Identifier = Annotated[StrictStr, AfterValidator(_identifier), Field(json_schema_extra=_PATTERN)]
+"""An id (spec identifier grammar); a bad one is ``INVALID_IDENTIFIER`` as in a path."""
+SegmentStr = Annotated[StrictStr, Field(pattern=f"^{SEGMENT.pattern}$")]
+"""An identifier-shaped filter value; a bad one is a plain ``INVALID_FIELD``."""
+Evidence = Annotated[dict[str, Any], AfterValidator(_evidence)]
+ModelT = TypeVar("ModelT", bound=Body)
+
+
+def validated(model: type[ModelT], body: dict[str, Any]) -> ModelT:
+    """``body`` as ``model``, or the 400 of its first error."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise bad_request(model, exc) from None
+
+
+def bad_request(model: type[Body], exc: ValidationError) -> BadRequest:
+    """The one translation of pydantic's errors: unknown top-level members together
+    (``UNKNOWN_FIELD`` with ``fields`` and ``allowed``), else the first error."""
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    unknown = sorted(str(e["loc"][0]) for e in errors if _unknown_member(e))
+    if unknown:
+        return BadRequest(
+            f"Unknown body fields: {unknown}.",
+            code="UNKNOWN_FIELD",
+            fields=unknown,
+            allowed=sorted(f.alias or n for n, f in model.model_fields.items()),
+            location=["body", unknown[0]],
+        )
+    return _first(model, errors[0])
+
+
+def _unknown_member(error: ErrorDetails) -> bool:
+    return error["type"] == "extra_forbidden" and len(error["loc"]) == 1
+
+
+def _first(model: type[Body], error: ErrorDetails) -> BadRequest:
+    loc = error["loc"]
+    top = str(loc[0]) if loc else "body"
+    code = model.FIELD_CODES.get(top)
+    if code == "INVALID_PATCH" and len(loc) > 1 and isinstance(loc[1], int):
+        member = ".".join(str(part) for part in loc[3:])  # loc[2] is the op's name
+        return _invalid_op(loc[1], f"{member}: {_message(error)}" if member else _message(error))
+    if error["type"] == "missing" and len(loc) == 1:
+        return BadRequest(
+            f"Body needs {top!r}.", code=model.MISSING_CODE, field=top, location=["body", top]
+        )
+    field = ".".join(str(part) for part in loc) or "body"
+    return BadRequest(
+        f"{field}: {_message(error)}",
+        code=code or _CODES.get(error["type"], "INVALID_FIELD"),
+        field=field,
+        location=["body", *loc],
+    )
+
+
+def _invalid_op(index: int, reason: str) -> BadRequest:
+    """As :func:`memnet.domain.patching.parse_ops` reports an op."""
+    return BadRequest(
+        f"op {index}: {reason}.",
+        code="INVALID_PATCH",
+        op_index=index,
+        location=["body", "ops", index],
+    )
+
+
+def _message(error: ErrorDetails) -> str:
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
+_CODES = {"invalid_identifier": "INVALID_IDENTIFIER"}

@@ -1,0 +1,212 @@
+"""Response bodies of the HTTP routes, for the OpenAPI document and for tests.
+
+The handlers do not build responses through these models (a document GET renders its
+stored bytes as they are; building a model per response would cost time on the hot
+paths): ``tests/api/test_models_responses.py`` checks that real responses validate.
+Records the service stores and may grow (document envelopes, audit records, replay and
+forget records, receipts) are open: the members listed are those always present.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memnet.api.models.requests import HoldKind
+
+
+class Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+
+# -- errors (spec 10.7) ---------------------------------------------------------------------
+
+
+class ErrorDetail(Closed):
+    code: str = Field(description="What went wrong, e.g. ETAG_MISMATCH (docs/api.md).")
+    message: str
+    request_id: str = Field(description="Also in the x-request-id header and the log.")
+    details: dict[str, Any] = Field(
+        description="Data of the error: e.g. field, location (a list: 'body' then member "
+        "names and array indexes), latest_etag, violations."
+    )
+
+
+class ErrorResponse(Closed):
+    error: ErrorDetail
+
+
+# -- health -----------------------------------------------------------------------------------
+
+
+class Health(Closed):
+    status: Literal["ok"]
+
+
+class HealthDetails(Closed):
+    status: Literal["ok"]
+    storage: str
+    queue: str
+    search: str
+    auth: str
+    quotas: str
+    profiles: list[str]
+
+
+# -- documents --------------------------------------------------------------------------------
+
+
+class Envelope(Open):
+    """A document (spec 9.1)."""
+
+    doc_id: str
+    content: dict[str, Any]
+
+
+class DocumentRead(Closed):
+    etag: str
+    document: Envelope
+
+
+class RedirectedOp(Open):
+    op_index: int
+    from_path: str
+    to_path: str
+    reason: str
+
+
+class DocumentWrite(Closed):
+    """``document`` is absent for a caller without the ``read`` role."""
+
+    etag: str
+    document: Envelope | None = None
+    redirected_ops: list[RedirectedOp] | None = None
+    unchanged: bool | None = None
+    rebased_from: str | None = None
+
+
+class AuditRecord(Open):
+    change_id: str
+    operation: Literal["create", "patch", "replace"]
+
+
+class HistoryPage(Closed):
+    etag: str
+    changes: list[AuditRecord]
+    next_before: str | None
+    truncated: bool | None = None
+
+
+# -- context ----------------------------------------------------------------------------------
+
+
+class AssembledDocument(Open):
+    binding_id: str
+    namespace: str
+    path: str
+    etag: str
+    document: Envelope
+
+
+class DroppedBinding(Open):
+    binding_id: str
+    reason: str
+
+
+class Assembled(Open):
+    selected_project_id: str | None
+    documents: list[AssembledDocument]
+    dropped_bindings: list[DroppedBinding]
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+class EventRecord(Open):
+    event_id: str
+    tenant_id: str
+    user_id: str
+    service_id: str
+    timestamp: str
+    source_type: str
+    digest: str
+    keywords: list[str]
+    project_ids: list[str]
+    recorded_by: str
+
+
+class EventWritten(Closed):
+    event: EventRecord
+    indexed: bool
+
+
+class SearchHit(Closed):
+    event: EventRecord
+    score: float
+    pointers: dict[str, Any]
+
+
+class SearchResults(Closed):
+    results: list[SearchHit]
+    count: int
+
+
+class ReindexQueued(Closed):
+    events: int
+    stale_entries: int
+    messages: int
+
+
+# -- snapshots and replay ---------------------------------------------------------------------
+
+
+class ReplayStatus(Open):
+    """An uploader without the ``read`` role gets these three members only."""
+
+    replay_id: str
+    status: str
+    status_url: str
+
+
+class UnresolvedReplays(Closed):
+    replays: list[ReplayStatus]
+    count: int
+
+
+# -- forgetting and holds ---------------------------------------------------------------------
+
+
+class ForgetAccepted(Closed):
+    forget_id: str
+    status: str
+    status_url: str
+
+
+class ForgetStatus(Open):
+    forget_id: str
+    tenant_id: str
+    user_id: str
+    status: str
+    deleted: dict[str, int]
+
+
+class Receipt(Open):
+    receipt_id: str
+
+
+class Hold(Open):
+    hold_id: str
+    reason: str
+    kinds: list[HoldKind]
+    set_by: str
+    set_at: str
+
+
+class Holds(Closed):
+    tenant: Hold | None
+    users: dict[str, Hold]

@@ -1,0 +1,114 @@
+"""A body that breaks its model is one 400 in the spec 10.7 shape, with today's codes and
+the failing member's place in ``details.location`` (``["body", member, index, ...]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memnet import bootstrap
+from memnet.api.models.base import validated
+from memnet.api.models.requests import AssembleBody, HoldBody, PatchBody, PutBody, SearchBody
+from memnet.domain.errors import BadRequest
+from tests.api.forgetting import build
+from tests.clients import DirectClient
+from tests.conftest import AGENT_KEY
+
+
+def refused(model: Any, body: dict[str, Any]) -> BadRequest:
+    with pytest.raises(BadRequest) as caught:
+        validated(model, body)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "code", "location"),
+    [
+        (SearchBody, {"service_id": ["ok", "a b"]}, "INVALID_FIELD", ["body", "service_id", 1]),
+        (SearchBody, {"keywords": ["ok", ""]}, "INVALID_FIELD", ["body", "keywords", 1]),
+        (SearchBody, {"time_range": {"to": "soon"}}, "INVALID_FIELD", ["body", "time_range", "to"]),
+        (SearchBody, {"top_k": True}, "INVALID_FIELD", ["body", "top_k"]),
+        (AssembleBody, {"conversation_hint": {"x": 1}}, "INVALID_FIELD",
+         ["body", "conversation_hint", "x"]),
+        (AssembleBody, {"profile_id": "../p"}, "INVALID_IDENTIFIER", ["body", "profile_id"]),
+        (PatchBody, {"ops": [{"op": "add", "path": "/a"}]}, "INVALID_PATCH", ["body", "ops", 0]),
+        (PatchBody, {"ops": [], "rebase": "true"}, "INVALID_FIELD", ["body", "rebase"]),
+        (PatchBody, {}, "MISSING_FIELD", ["body", "ops"]),
+        (PutBody, {"content": []}, "INVALID_FIELD", ["body", "content"]),
+        (HoldBody, {"reason": "ok", "kinds": ["audit", "audit"]}, "INVALID_FIELD",
+         ["body", "kinds"]),
+        (HoldBody, {"reason": "   "}, "INVALID_FIELD", ["body", "reason"]),
+    ],
+)  # fmt: skip
+def test_the_first_error_names_its_code_and_location(model, body, code, location):
+    error = refused(model, body)
+    assert (error.code, error.details["location"]) == (code, location)
+
+
+def test_unknown_members_are_reported_together_with_what_is_allowed():
+    error = refused(HoldBody, {"reason": "ok", "zeta": 1, "alpha": 2})
+    assert error.code == "UNKNOWN_FIELD"
+    assert error.details == {
+        "fields": ["alpha", "zeta"],
+        "allowed": ["kinds", "reason"],
+        "location": ["body", "alpha"],
+    }
+
+
+def test_a_bad_op_is_reported_as_the_domain_reports_it():
+    error = refused(PatchBody, {"ops": [{"op": "add", "path": "/a", "value": 1}, {"op": "x"}]})
+    assert error.code == "INVALID_PATCH" and error.details["op_index"] == 1
+    assert error.message.startswith("op 1: ")
+
+
+def test_strict_types_are_not_coerced():
+    assert refused(AssembleBody, {"max_docs": 2.0}).code == "INVALID_FIELD"
+    assert refused(AssembleBody, {"debug": "true"}).code == "INVALID_FIELD"
+    assert validated(SearchBody, {"recency_half_life_days": 3}).recency_half_life_days == 3.0
+
+
+def test_search_filters_take_one_identifier_or_a_list():
+    body = validated(SearchBody, {"service_id": "a", "project_id": ["p", "q"]})
+    assert (body.service_id, body.project_id) == (["a"], ["p", "q"])
+
+
+def test_time_range_bounds_are_canonical_utc():
+    body = validated(SearchBody, {"time_range": {"from": "2026-02-14T21:00:00.25+01:00"}})
+    assert body.time_range is not None
+    assert body.time_range.from_ == "2026-02-14T20:00:00.250000Z"
+
+
+def test_time_range_compares_instants_not_strings():
+    window = {"from": "2026-02-14T20:00:00Z", "to": "2026-02-14T20:00:00.25Z"}
+    assert validated(SearchBody, {"time_range": window}).time_range is not None
+    reversed_ = {"from": window["to"], "to": window["from"]}
+    assert refused(SearchBody, {"time_range": reversed_}).details["field"] == "time_range"
+
+
+@pytest.fixture(params=["local"])
+def agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[DirectClient]:
+    build(request, tmp_path / "data")
+    yield DirectClient(AGENT_KEY)
+    bootstrap.install(None)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "headers", "location"),
+    [
+        ("GET", "/v1/tenants/t1/users/-u1/documents/user/x.json", {}, ["path", "user_id"]),
+        ("GET", "/v1/tenants/t1/users/u1/documents/user/x.txt", {}, ["path", "path"]),
+        ("GET", "/v1/tenants/t1/users/u1/documents/user/x.json?profile_id=..", {},
+         ["query", "profile_id"]),
+        ("PATCH", "/v1/tenants/t1/users/u1/documents/user/x.json", {"If-Match": "x"},
+         ["header", "If-Match"]),
+        ("PATCH", "/v1/tenants/t1/users/u1/documents/user/x.json", {"If-None-Match": "*"},
+         ["header", "Idempotency-Key"]),
+    ],
+)  # fmt: skip
+def test_route_query_and_header_errors_name_their_place(agent, method, path, headers, location):
+    reply = agent.request(method, path, {"ops": []} if method == "PATCH" else None, headers)
+    assert reply.status == 400, reply.data
+    assert reply.data["error"]["details"]["location"] == location
