@@ -16,7 +16,7 @@ from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import PatchBody, PutBody
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
-from memnet.domain.errors import BadRequest
+from memnet.domain.errors import BadRequest, MethodNotAllowed
 from memnet.domain.patching import parse_ops
 from memnet.services.idempotency import Response
 
@@ -68,6 +68,7 @@ def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
 
 @endpoint
 def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
+    _refuse_history(request)
     caller = _caller(request)
     raw, body = parsing.model_body(request, _limit(), PatchBody)
     command = _command(request, caller, raw, body, request_id)
@@ -77,10 +78,18 @@ def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
 
 @endpoint
 def put_document(request: ApiRequest, request_id: str) -> ApiResponse:
+    _refuse_history(request)
     caller = _caller(request)
     raw, body = parsing.model_body(request, _limit(), PutBody)
     command = _with(_command(request, caller, raw, body, request_id), content=raw["content"])
     return _render(bootstrap.services().documents.replace(caller, command), caller)
+
+
+def _refuse_history(request: ApiRequest) -> None:
+    """A ``:history`` path shares the document's Functions route, so its writes land here:
+    405, as for any method a resource does not take."""
+    if request.route_params.get("path", "").endswith(HISTORY_SUFFIX):
+        raise MethodNotAllowed("A document's history is read-only.", allow="GET")
 
 
 def _command(

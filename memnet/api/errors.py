@@ -14,6 +14,7 @@ from memnet.domain.errors import (
     EtagMismatch,
     Forbidden,
     MemnetError,
+    MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
     PreconditionRequired,
@@ -29,6 +30,7 @@ STATUS: dict[type[MemnetError], int] = {
     Unauthenticated: 401,
     Forbidden: 403,
     NotFound: 404,
+    MethodNotAllowed: 405,
     Conflict: 409,
     EtagMismatch: 412,
     PayloadTooLarge: 413,
@@ -57,6 +59,8 @@ def headers_of(error: MemnetError) -> dict[str, str]:
     headers: dict[str, str] = {}
     if isinstance(error, Unauthenticated):
         headers["WWW-Authenticate"] = 'Bearer realm="mem.net"'
+    if isinstance(error, MethodNotAllowed):
+        headers["Allow"] = str(error.details.get("allow", ""))
     if isinstance(error, Unavailable):
         headers["Retry-After"] = str(error.retry_after or 1)
     elif error.retry_after is not None:

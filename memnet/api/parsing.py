@@ -192,8 +192,10 @@ def idempotency_key(request: ApiRequest) -> str:
 
 
 def precondition(request: ApiRequest) -> tuple[str | None, bool]:
-    """``(if_match, create)`` from If-Match / If-None-Match: * (428 if neither)."""
-    if_match, if_none = request.header("if-match"), request.header("if-none-match")
+    """``(if_match, create)`` from If-Match / If-None-Match: * (428 if neither). A header
+    with an empty value names no version (an unset variable in a client's template), so
+    it counts as absent: the write still needs a precondition."""
+    if_match, if_none = _named(request, "if-match"), _named(request, "if-none-match")
     if if_match is not None and if_none is not None:
         raise _bad_precondition("Send If-Match or If-None-Match, not both.", "If-None-Match")
     if if_none is not None and if_none.strip() != "*":
@@ -205,18 +207,25 @@ def precondition(request: ApiRequest) -> tuple[str | None, bool]:
     return (if_match.strip() if if_match else None), if_none is not None
 
 
+def _named(request: ApiRequest, header: str) -> str | None:
+    value = request.header(header)
+    return value if value is None or value.strip() else None
+
+
 def _bad_precondition(message: str, header: str) -> BadRequest:
     return BadRequest(message, code="INVALID_PRECONDITION", location=["header", header])
 
 
 def fingerprint(request: ApiRequest, caller_id: str, body: Mapping[str, Any]) -> str:
-    """What makes two requests "the same" for an idempotency key."""
+    """What makes two requests "the same" for an idempotency key. With ``rebase`` the
+    If-Match is where to start from, not a condition of the outcome: a retry that re-read
+    the document (its ETag moved on) is the same write."""
     parts = {
         "method": request.method,
         "route": dict(request.route_params),
         "caller": caller_id,
         "body": body,
-        "if_match": request.header("if-match"),
+        "if_match": None if body.get("rebase") is True else request.header("if-match"),
         "if_none_match": request.header("if-none-match"),
     }
     return hashlib.sha256(canonical(parts)).hexdigest()

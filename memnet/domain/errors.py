@@ -78,6 +78,12 @@ class Unprocessable(MemnetError):
     code = "VALIDATION_FAILED"
 
 
+class MethodNotAllowed(MemnetError):
+    """The resource exists under this path but not for this method (``details.allow``)."""
+
+    code = "METHOD_NOT_ALLOWED"
+
+
 class PayloadTooLarge(MemnetError):
     code = "PAYLOAD_TOO_LARGE"
 

@@ -169,9 +169,14 @@ def _evidence(value: Any) -> dict[str, Any] | None:
 def _span(span: Any) -> None:
     if span is None:
         return
-    ok = isinstance(span, dict) and all(
-        isinstance(span.get(k), int) and not isinstance(span.get(k), bool) and span[k] >= 0
-        for k in ("start", "end")
-    )
+    ok = isinstance(span, dict) and all(_offset(span.get(k)) for k in ("start", "end"))
     if not ok or span["start"] > span["end"]:
         raise _bad("evidence", "span is {start, end} with 0 <= start <= end")
+
+
+def _offset(value: Any) -> bool:
+    """A non-negative integer; ``41.0`` is one (JSON has one number type, and JSON Schema's
+    ``integer`` matches it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return value >= 0 and (isinstance(value, int) or value.is_integer())

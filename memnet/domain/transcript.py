@@ -116,7 +116,7 @@ def _message(index: int, item: Any) -> Message:
     message_id, role, text = item.get("id"), item.get("role"), item.get("text")
     if not isinstance(message_id, str) or not SEGMENT.fullmatch(message_id):
         raise _bad(f"{where}.id", f"must match {SEGMENT.pattern}")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise _bad(f"{where}.role", f"must be one of {sorted(ROLES)}")
     if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
         raise _bad(f"{where}.text", f"must be a string of at most {MAX_TEXT_CHARS} chars")

@@ -80,7 +80,7 @@ class EventService:
             self._tombstones.check(tenant_id, user_id)
         draft = parse_event(body, tenant_id, user_id, caller.caller_id)
         caller.require_service(draft["service_id"])
-        explicit = "event_id" in body
+        explicit = body.get("event_id") is not None  # null: the server names it
         outcome = self._idempotency.begin(
             tenant_id,
             user_id,

@@ -65,7 +65,9 @@ def test_a_bad_op_is_reported_as_the_domain_reports_it():
 
 
 def test_strict_types_are_not_coerced():
-    assert refused(AssembleBody, {"max_docs": 2.0}).code == "INVALID_FIELD"
+    assert refused(AssembleBody, {"max_docs": 2.5}).code == "INVALID_FIELD"
+    assert refused(AssembleBody, {"max_docs": "2"}).code == "INVALID_FIELD"
+    assert refused(AssembleBody, {"max_docs": True}).code == "INVALID_FIELD"
     assert refused(AssembleBody, {"debug": "true"}).code == "INVALID_FIELD"
     assert validated(SearchBody, {"recency_half_life_days": 3}).recency_half_life_days == 3.0
 
@@ -86,6 +88,14 @@ def test_time_range_compares_instants_not_strings():
     assert validated(SearchBody, {"time_range": window}).time_range is not None
     reversed_ = {"from": window["to"], "to": window["from"]}
     assert refused(SearchBody, {"time_range": reversed_}).details["field"] == "time_range"
+
+
+def test_an_integral_float_is_an_integer():
+    """JSON has one number type and JSON Schema's integer matches 41.0 (Schemathesis
+    found the server refusing what its OpenAPI document allows)."""
+    assert validated(AssembleBody, {"max_docs": 2.0}).max_docs == 2
+    assert validated(SearchBody, {"top_k": 7.0}).top_k == 7
+    assert refused(SearchBody, {"top_k": 101.0}).code == "INVALID_FIELD"
 
 
 @pytest.fixture(params=["local"])
@@ -112,3 +122,45 @@ def test_route_query_and_header_errors_name_their_place(agent, method, path, hea
     reply = agent.request(method, path, {"ops": []} if method == "PATCH" else None, headers)
     assert reply.status == 400, reply.data
     assert reply.data["error"]["details"]["location"] == location
+
+
+@pytest.mark.parametrize("method", ["PATCH", "PUT"])
+def test_a_write_to_a_history_path_is_405(agent, method):
+    path = "/v1/tenants/t1/users/u1/documents/user/user_dynamic.json:history"
+    body = {"ops": []} if method == "PATCH" else {"content": {}}
+    reply = agent.request(method, path, body, {"If-None-Match": "*", "Idempotency-Key": "k"})
+    assert (reply.status, reply.error_code) == (405, "METHOD_NOT_ALLOWED")
+    assert reply.headers["allow"] == "GET"
+
+
+def test_a_null_event_id_is_absent_and_the_server_names_the_event(agent):
+    body = {
+        "event_id": None,
+        "digest": "x",
+        "source_type": "chat",
+        "timestamp": "2026-01-01T00:00:00Z",
+    }
+    reply = agent.request("POST", "/v1/tenants/t1/users/u1/events", body, {"Idempotency-Key": "e1"})
+    assert reply.status == 201, reply.data
+    event_id = reply.data["event"]["event_id"]
+    assert event_id.startswith("evt_") and reply.data["indexed"] is True
+    assert agent.request("GET", f"/v1/tenants/t1/users/u1/events/{event_id}").status == 200
+
+
+def test_a_rebased_retry_with_its_key_replays_though_the_document_moved_on(agent):
+    """With rebase, If-Match is where to start, not a condition: the retry of a write whose
+    client re-read the document in between is the same write (the MCP remember tool)."""
+    url = "/v1/tenants/t1/users/u1/documents/user/user_dynamic.json"
+    add = {"op": "add", "path": "/content/preferences/-", "value": "tea"}
+    created = agent.request(
+        "PATCH", url, {"ops": [add]}, {"If-None-Match": "*", "Idempotency-Key": "c"}
+    )
+    first_etag = created.data["etag"]
+    write = {"ops": [add], "rebase": True}
+    applied = agent.request("PATCH", url, write, {"If-Match": first_etag, "Idempotency-Key": "w"})
+    assert applied.status == 200, applied.data
+    again = agent.request(
+        "PATCH", url, write, {"If-Match": applied.data["etag"], "Idempotency-Key": "w"}
+    )
+    assert again.status == 200 and again.headers.get("idempotent-replayed") == "true"
+    assert agent.request("GET", url).data["document"]["content"]["preferences"] == ["tea", "tea"]

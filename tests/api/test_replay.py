@@ -23,7 +23,7 @@ from memnet.services.replay_writes import REPLAY_QUEUE
 from memnet.services.sealing import seal
 from tests.api.test_documents import create
 from tests.clients import ApiClient, DirectClient, HttpClient
-from tests.conftest import ADMIN_KEY, AGENT_KEY, backend_settings, doc_url
+from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, backend_settings, doc_url
 
 SNAP = "/v1/tenants/t1/users/u1/snapshots/conv-1/snap-1"
 REF = SnapshotRef("t1", "u1", "conv-1", "snap-1")
@@ -178,6 +178,10 @@ def test_the_same_upload_again_is_idempotent_and_another_is_409(setup, api):
         ({"messages": transcript("a", "b")["messages"][:1] * 2}, "messages[1].id"),
         (
             {"messages": [{**transcript("a")["messages"][0], "role": "wizard"}]},
+            "messages[0].role",
+        ),
+        (  # an unhashable role was a 500 (found by Schemathesis)
+            {"messages": [{**transcript("a")["messages"][0], "role": {}}]},
             "messages[0].role",
         ),
         (transcript("a", profile_id="../x"), "profile_id"),
@@ -535,6 +539,22 @@ def test_a_sealed_blob_that_is_no_transcript_fails_the_replay_it_does_not_poison
     status = api.request("GET", SNAP + "/replay").data
     assert status["status"] == "failed" and status["error"]["code"] == "SNAPSHOT_INVALID"
     assert upload(api).error_code == "SNAPSHOT_EXISTS"  # another transcript is there
+
+
+def test_a_snapshot_blob_of_a_user_being_forgotten_is_not_replayed(setup, api):
+    """The blob trigger meets the tombstone: nothing to retry (the forget deletes the
+    blob), so no record and no error for the host to retry (found by Schemathesis)."""
+    services, _ = setup
+    from memnet.ports import Condition
+
+    forget = api.as_key(PRIVACY_KEY).request("DELETE", "/v1/tenants/t1/users/u1")
+    assert forget.status == 202, forget.data
+    sealed = seal(
+        json.dumps(transcript("a")).encode(), REF.blob_name.encode(), services.snapshots._keys
+    )
+    services.blobs.write(REF.blob_name, sealed, Condition.create_only())
+    assert services.snapshots.start_from_blob(REF.blob_name) is None
+    assert services.snapshots._records.load(REF) is None
 
 
 def test_a_replay_that_gave_up_is_failed_and_an_admin_can_redrive_it(setup, api):

@@ -346,6 +346,14 @@ def test_hostile_text_finds_what_its_words_find(corpus: SearchIndex) -> None:
     assert ids(corpus, "^") == ids(corpus, "")
 
 
+def test_words_of_diacritics_alone_are_indexed_as_nothing(index: SearchIndex) -> None:
+    """ "¨" is NFKC " \u0308", a word the tokenizer folds to no term (found by Schemathesis:
+    the SQLite index refused the whole event)."""
+    index.upsert([event("marks", "\u00a8 ok \u0301", keywords=("\u00a8", "\u0308\u0301"))])
+    assert ids(index, "ok") == ["marks"]
+    assert ids(index, "\u00a8") == ids(index, "")
+
+
 @pytest.mark.parametrize("text", ["", '"', "((", "***", " \t\n", "!?"])
 def test_text_without_words_is_newest_first(corpus: SearchIndex, text: str) -> None:
     assert ids(corpus, text)[:2] == ["near", "andnot"]

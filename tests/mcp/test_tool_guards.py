@@ -111,7 +111,6 @@ def test_a_quota_refusal_carries_retry_after(quota: str):
     assert isinstance(wait, int) and 1 <= wait <= 60
 
 
-@pytest.mark.xfail(strict=True, reason="fingerprint includes If-Match; coordinator fixes")
 def test_a_repeated_call_with_its_key_on_an_existing_document_stores_once(mcp_url: str):
     agent = McpClient(mcp_url, AGENT_KEY)
     first = {**PREFERENCE, "memory_value": {"text": "first"}}

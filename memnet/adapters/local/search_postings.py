@@ -175,7 +175,8 @@ def analyse(
     )
     out: list[tuple[list[str], list[str]]] = [([], []) for _ in texts]
     for doc, term, column in db.execute("SELECT doc, term, col FROM temp.analysed"):
-        out[doc][column == "keywords"].append(term)
+        if term:  # a word of diacritics alone ("¨" is NFKC " \u0308") folds to no term
+            out[doc][column == "keywords"].append(term)
     db.execute("DELETE FROM temp.analyse")
     return out
 

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+)
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from memnet.domain.envelope import canonical
@@ -22,8 +30,22 @@ from memnet.domain.identifiers import SEGMENT
 MAX_EVIDENCE_CHARS = 4096
 
 
+def _integral(value: object) -> object:
+    """JSON has one number type (RFC 8259 section 6) and JSON Schema's ``integer`` matches
+    ``41.0``: an integral float is that integer. ``41.5`` stays a float and is refused."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+INTEGRAL = BeforeValidator(_integral)
+"""Last in an integer member's ``Annotated[StrictInt, Field(...), INTEGRAL]`` (after the
+bounds, so they stay JSON Schema's ``minimum``/``maximum``): ``41`` or ``41.0``; never
+``"41"``, ``true`` or ``41.5``."""
+
+
 class Body(BaseModel):
-    """Strict: no coercion (``"true"`` is not a bool, ``1.0`` not an int), no unknown
+    """Strict: no coercion (``"true"`` is not a bool, ``1.5`` not an int), no unknown
     members. ``defer_build``: the schema is built on first use, not at import (the
     Functions host gives the app 30 s to start)."""
 

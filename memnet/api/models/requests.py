@@ -23,7 +23,14 @@ from pydantic import (
 )
 from pydantic import BaseModel as _Model
 
-from memnet.api.models.base import Body, Evidence, Identifier, SegmentStr, segment_schema
+from memnet.api.models.base import (
+    INTEGRAL,
+    Body,
+    Evidence,
+    Identifier,
+    SegmentStr,
+    segment_schema,
+)
 from memnet.domain.timestamps import InvalidTimestamp, format_timestamp, parse_timestamp
 
 Reason = Literal["live_update", "replay_update", "admin_migration"]
@@ -113,8 +120,8 @@ class ConversationHint(Body):
 class AssembleBody(Body):
     profile_id: Identifier | None = None
     conversation_hint: ConversationHint | None = None
-    max_docs: Annotated[StrictInt, Field(ge=1, le=50)] | None = None
-    max_chars_total: Annotated[StrictInt, Field(ge=1, le=1_000_000)] | None = None
+    max_docs: Annotated[StrictInt, Field(ge=1, le=50), INTEGRAL] | None = None
+    max_chars_total: Annotated[StrictInt, Field(ge=1, le=1_000_000), INTEGRAL] | None = None
     debug: StrictBool = False
     render: Literal["json", "text"] = "json"
 
@@ -174,7 +181,7 @@ error locations)."""
 
 class SearchBody(Body):
     text: Annotated[StrictStr, Field(max_length=1000)] | None = None
-    top_k: Annotated[StrictInt, Field(ge=1, le=100)] = 10
+    top_k: Annotated[StrictInt, Field(ge=1, le=100), INTEGRAL] = 10
     time_range: TimeRange | None = None
     service_id: Filter | None = None
     project_id: Filter | None = None
@@ -241,8 +248,8 @@ class HoldBody(Body):
 
 
 class EvidenceSpan(Body):
-    start: Annotated[StrictInt, Field(ge=0)]
-    end: Annotated[StrictInt, Field(ge=0)]
+    start: Annotated[StrictInt, Field(ge=0), INTEGRAL]
+    end: Annotated[StrictInt, Field(ge=0), INTEGRAL]
 
 
 class EventEvidence(Open):
