@@ -229,8 +229,8 @@ def _internal_error(message_id: Any) -> RawResponse:
 
 
 def _message(body: bytes) -> types.JSONRPCMessage:
-    try:
-        data = json.loads(body)
+    try:  # UTF-8 only (MCP's JSON-RPC, RFC 8259 8.1): json.loads(bytes) would guess UTF-16/32
+        data = json.loads(body.decode("utf-8"))
     except (ValueError, RecursionError):  # UnicodeDecodeError included; too deep to parse
         raise McpError(types.PARSE_ERROR, "Parse error: the body is not JSON.", 400) from None
     if isinstance(data, list):

@@ -58,6 +58,12 @@ def test_malformed_json_is_a_parse_error_with_a_null_id(small_host: str):
         assert error_of(post(small_host, body), 400, -32700)["id"] is None
 
 
+def test_a_body_in_utf16_is_a_parse_error(small_host: str):
+    """JSON-RPC over HTTP is UTF-8; json.loads(bytes) alone would guess UTF-16."""
+    assert error_of(post(small_host, rpc("ping").encode("utf-16")), 400, -32700)["id"] is None
+    assert error_of(post(small_host, rpc("ping").encode("utf-16-le")), 400, -32700)["id"] is None
+
+
 def test_a_message_that_is_not_json_rpc_is_an_invalid_request(small_host: str):
     for body in ('{"id": 1}', '{"jsonrpc": "1.0", "id": 1, "method": "ping"}', "42", "null"):
         error_of(post(small_host, body), 400, -32600)
