@@ -110,7 +110,21 @@ def test_a_credential_whose_tokens_are_refused_raises_unauthorized(entra_server,
 def test_credential_needs_a_scope_and_excludes_an_api_key(entra):
     credential = LocalCredential(entra)
     with pytest.raises(ValueError, match="scope"):
-        MemnetClient("http://x", credential=credential)
+        MemnetClient("https://x", credential=credential)
     with pytest.raises(ValueError, match="exactly one"):
-        MemnetClient("http://x", credential=credential, api_key="k", scope="s")
+        MemnetClient("https://x", credential=credential, api_key="k", scope="s")
     assert credential.scopes == []  # the constructor fetched nothing
+
+
+@pytest.mark.parametrize("url", ["http://memnet.example.com", "http://10.0.0.5:7071"])
+def test_plain_http_beyond_this_machine_is_refused_before_any_io(url: str):
+    with pytest.raises(ValueError, match="unencrypted"):
+        MemnetClient(url, api_key="k")
+    MemnetClient(url, api_key="k", allow_http=True).close()  # a trusted network, said so
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:7071", "http://localhost:7071", "http://[::1]:7071", "https://x.io"]
+)
+def test_https_and_this_machine_are_allowed(url: str):
+    MemnetClient(url, api_key="k").close()

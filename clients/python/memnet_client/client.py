@@ -37,6 +37,21 @@ def _auth(api_key: str | None, credential: TokenCredential | None, scope: str | 
     return TokenAuth(credential, scope)
 
 
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def _check_transport_security(base_url: str, allow_http: bool) -> None:
+    """A key or token sent in clear text is a key given away: ``http://`` only to this
+    machine, unless the caller says otherwise (azure-core refuses bearer tokens over
+    plain HTTP the same way)."""
+    url = httpx.URL(base_url)
+    if url.scheme == "http" and url.host not in _LOOPBACK and not allow_http:
+        raise ValueError(
+            f"{base_url}: credentials would travel unencrypted; use https, "
+            "or pass allow_http=True for a trusted network"
+        )
+
+
 class MemnetClient(DocumentsApi, MemoryApi, ReplaysApi, GovernanceApi):
     """A mem.net client.
 
@@ -44,7 +59,8 @@ class MemnetClient(DocumentsApi, MemoryApi, ReplaysApi, GovernanceApi):
     ``DefaultAzureCredential()``, with ``scope``, the API's Application ID URI plus
     ``/.default``). ``tenant``, ``user`` and ``profile`` scope the calls; set them
     here or per user with :meth:`for_user`. ``transport`` is an ``httpx`` transport
-    (tests, proxies); ``retry`` bounds retries and waits.
+    (tests, proxies); ``retry`` bounds retries and waits. ``http://`` is refused except
+    to this machine unless ``allow_http`` (credentials would travel unencrypted).
     """
 
     def __init__(
@@ -60,7 +76,9 @@ class MemnetClient(DocumentsApi, MemoryApi, ReplaysApi, GovernanceApi):
         timeout: float = 30.0,
         retry: RetryPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
+        allow_http: bool = False,
     ) -> None:
+        _check_transport_security(base_url, allow_http)
         self._session = Session(
             base_url,
             _auth(api_key, credential, scope),
