@@ -74,9 +74,8 @@ def test_the_result_text_is_the_structured_content_as_json(mcp_url: str):
 def test_a_preference_is_written_where_the_profile_lets_agents_write(mcp_url: str):
     agent = McpClient(mcp_url, AGENT_KEY)
     remember(agent, "User asked for French", **PREFERENCE)
-    remember(
-        agent, "User asked for short answers", **{**PREFERENCE, "memory_value": {"text": "Short"}}
-    )
+    short = {**PREFERENCE, "memory_value": {"text": "Short"}, "pending": None}  # null: false
+    remember(agent, "User asked for short answers", **short)
     assert user_dynamic(agent)["preferences"] == [
         {"text": "Prefers answers in French"},
         {"text": "Short"},

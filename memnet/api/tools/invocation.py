@@ -168,7 +168,10 @@ def text_arg(args: Mapping[str, Any], name: str, *, required: bool = False) -> s
 
 
 def flag_arg(args: Mapping[str, Any], name: str) -> bool:
-    value = args.get(name, False)
+    """``null`` is false, as an absent flag (models fill optional arguments with null)."""
+    value = args.get(name)
+    if value is None:
+        return False
     if not isinstance(value, bool):
         raise _invalid(name, "true or false")
     return value
