@@ -68,8 +68,8 @@ def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
 
 @endpoint
 def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
+    caller = _caller(request)  # 401 first, as on every route
     _refuse_history(request)
-    caller = _caller(request)
     raw, body = parsing.model_body(request, _limit(), PatchBody)
     command = _command(request, caller, raw, body, request_id)
     command = _with(command, ops=parse_ops(raw["ops"]), rebase=body.rebase)
@@ -78,8 +78,8 @@ def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
 
 @endpoint
 def put_document(request: ApiRequest, request_id: str) -> ApiResponse:
+    caller = _caller(request)  # 401 first, as on every route
     _refuse_history(request)
-    caller = _caller(request)
     raw, body = parsing.model_body(request, _limit(), PutBody)
     command = _with(_command(request, caller, raw, body, request_id), content=raw["content"])
     return _render(bootstrap.services().documents.replace(caller, command), caller)

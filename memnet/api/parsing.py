@@ -225,8 +225,8 @@ def fingerprint(request: ApiRequest, caller_id: str, body: Mapping[str, Any]) ->
         "route": dict(request.route_params),
         "caller": caller_id,
         "body": body,
-        "if_match": None if body.get("rebase") is True else request.header("if-match"),
-        "if_none_match": request.header("if-none-match"),
+        "if_match": None if body.get("rebase") is True else _named(request, "if-match"),
+        "if_none_match": _named(request, "if-none-match"),
     }
     return hashlib.sha256(canonical(parts)).hexdigest()
 

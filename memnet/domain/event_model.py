@@ -166,12 +166,16 @@ def _evidence(value: Any) -> dict[str, Any] | None:
     return value
 
 
+MAX_OFFSET = 2**53 - 1  # the largest integer every JSON reader holds exactly
+
+
 def _span(span: Any) -> None:
     if span is None:
         return
     ok = isinstance(span, dict) and all(_offset(span.get(k)) for k in ("start", "end"))
     if not ok or span["start"] > span["end"]:
-        raise _bad("evidence", "span is {start, end} with 0 <= start <= end")
+        raise _bad("evidence", f"span is {{start, end}} with 0 <= start <= end <= {MAX_OFFSET}")
+    span.update(start=int(span["start"]), end=int(span["end"]))  # 41.0 is stored as 41
 
 
 def _offset(value: Any) -> bool:
@@ -179,4 +183,4 @@ def _offset(value: Any) -> bool:
     ``integer`` matches it)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
-    return value >= 0 and (isinstance(value, int) or value.is_integer())
+    return 0 <= value <= MAX_OFFSET and (isinstance(value, int) or value.is_integer())

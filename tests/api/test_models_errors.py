@@ -164,3 +164,47 @@ def test_a_rebased_retry_with_its_key_replays_though_the_document_moved_on(agent
     )
     assert again.status == 200 and again.headers.get("idempotent-replayed") == "true"
     assert agent.request("GET", url).data["document"]["content"]["preferences"] == ["tea", "tea"]
+
+
+def test_an_error_repeats_the_callers_input_bounded():
+    """A 900 KB member name came back three times in one 400 (review)."""
+    huge = "k" * 900_000
+    error = refused(AssembleBody, {"conversation_hint": {huge: 1}})
+    assert len(str(error.details)) + len(error.message) < 1000
+    error = refused(AssembleBody, {huge: 1})
+    assert len(str(error.details)) + len(error.message) < 1000
+
+
+def test_a_bad_op_name_is_not_echoed():
+    error = refused(PatchBody, {"ops": [{"op": {"secret": "sk-live-XYZ"}, "path": "/a"}]})
+    assert error.code == "INVALID_PATCH" and "sk-live" not in error.message
+
+
+def test_an_unauthenticated_write_to_a_history_path_is_401_first(agent):
+    path = "/v1/tenants/t1/users/u1/documents/user/user_dynamic.json:history"
+    reply = agent.as_key(None).request("PATCH", path, {"ops": []}, {"If-None-Match": "*"})
+    assert reply.status == 401
+
+
+def test_an_empty_if_match_is_the_same_request_as_none(agent):
+    """The fingerprint hashes the precondition as applied, not the raw headers."""
+    url = "/v1/tenants/t1/users/u1/documents/user/user_dynamic.json"
+    body = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": "x"}]}
+    first = agent.request(
+        "PATCH", url, body, {"If-Match": "", "If-None-Match": "*", "Idempotency-Key": "e"}
+    )
+    assert first.status == 201, first.data
+    again = agent.request("PATCH", url, body, {"If-None-Match": "*", "Idempotency-Key": "e"})
+    assert again.status == 201 and again.headers.get("idempotent-replayed") == "true"
+
+
+def test_an_evidence_span_is_stored_as_integers_within_bounds(agent):
+    url = "/v1/tenants/t1/users/u1/events"
+    base = {"digest": "x", "source_type": "chat", "timestamp": "2026-01-01T00:00:00Z"}
+    span = {"message_ids": ["m1"], "span": {"start": 41.0, "end": 42}}
+    stored = agent.request("POST", url, {**base, "evidence": span}, {"Idempotency-Key": "s1"})
+    assert stored.status == 201, stored.data
+    assert stored.data["event"]["evidence"]["span"] == {"start": 41, "end": 42}
+    too_far = {"message_ids": ["m1"], "span": {"start": 0, "end": 2**53}}
+    refused_ = agent.request("POST", url, {**base, "evidence": too_far}, {"Idempotency-Key": "s2"})
+    assert refused_.status == 400

@@ -94,7 +94,7 @@ def bad_request(model: type[Body], exc: ValidationError) -> BadRequest:
     """The one translation of pydantic's errors: unknown top-level members together
     (``UNKNOWN_FIELD`` with ``fields`` and ``allowed``), else the first error."""
     errors = exc.errors(include_url=False, include_context=False, include_input=False)
-    unknown = sorted(str(e["loc"][0]) for e in errors if _unknown_member(e))
+    unknown = sorted(str(_echo(e["loc"][0])) for e in errors if _unknown_member(e))
     if unknown:
         return BadRequest(
             f"Unknown body fields: {unknown}.",
@@ -110,8 +110,19 @@ def _unknown_member(error: ErrorDetails) -> bool:
     return error["type"] == "extra_forbidden" and len(error["loc"]) == 1
 
 
+MAX_ECHO = 64
+"""Characters of a member name an error repeats: a caller's input comes back bounded (a
+900 KB key would otherwise return three times over)."""
+
+
+def _echo(part: str | int) -> str | int:
+    if isinstance(part, str) and len(part) > MAX_ECHO:
+        return part[:MAX_ECHO] + "..."
+    return part
+
+
 def _first(model: type[Body], error: ErrorDetails) -> BadRequest:
-    loc = error["loc"]
+    loc = tuple(_echo(part) for part in error["loc"])
     top = str(loc[0]) if loc else "body"
     code = model.FIELD_CODES.get(top)
     if code == "INVALID_PATCH" and len(loc) > 1 and isinstance(loc[1], int):
@@ -141,7 +152,12 @@ def _invalid_op(index: int, reason: str) -> BadRequest:
 
 
 def _message(error: ErrorDetails) -> str:
-    return str(error["msg"]).removeprefix("Value error, ")
+    """pydantic's message, with our own where it would repeat the input (a bad op tag is
+    echoed as a Python repr) and never longer than a line."""
+    if error["type"] == "union_tag_invalid":
+        return "op must be one of add, remove, replace, move, copy, test"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    return message if len(message) <= 200 else message[:200] + "..."
 
 
 _CODES = {"invalid_identifier": "INVALID_IDENTIFIER"}

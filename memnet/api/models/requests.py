@@ -31,8 +31,15 @@ from memnet.api.models.base import (
     SegmentStr,
     segment_schema,
 )
+from memnet.domain.event_model import MAX_OFFSET
 from memnet.domain.timestamps import InvalidTimestamp, format_timestamp, parse_timestamp
 
+NOT_BLANK = (
+    "[^\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680"
+    "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
+"""A character that is not blank as the server's ``str.strip()`` sees it (ECMA-262's
+``\\S`` differs on \\x1c-\\x1f, \\x85 and \\ufeff)."""
 Reason = Literal["live_update", "replay_update", "admin_migration"]
 Fraction = Annotated[float, Field(ge=0, le=1)]  # strict: an int is a number, a bool is not
 
@@ -225,7 +232,7 @@ def _distinct(value: list[str]) -> list[str]:
 
 
 HoldKind = Literal["documents", "snapshots", "events", "audit", "replays"]  # HOLD_KINDS
-_NOT_BLANK = {"pattern": "\\S"}
+_NOT_BLANK = {"pattern": NOT_BLANK}
 
 
 class HoldBody(Body):
@@ -248,8 +255,8 @@ class HoldBody(Body):
 
 
 class EvidenceSpan(Body):
-    start: Annotated[StrictInt, Field(ge=0), INTEGRAL]
-    end: Annotated[StrictInt, Field(ge=0), INTEGRAL]
+    start: Annotated[StrictInt, Field(ge=0, le=MAX_OFFSET), INTEGRAL]
+    end: Annotated[StrictInt, Field(ge=0, le=MAX_OFFSET), INTEGRAL]
 
 
 class EventEvidence(Open):
@@ -259,7 +266,7 @@ class EventEvidence(Open):
     span: EvidenceSpan | None = None
 
 
-_TEXT = {"pattern": "\\S"}  # not blank
+_TEXT = {"pattern": NOT_BLANK}
 
 
 class EventBody(Body):
