@@ -88,7 +88,9 @@ def split_path(path: str) -> list[str]:
 class _Compiled:
     """A route with its template pre-split for :meth:`match`: literals compare
     case-insensitively (percent-decoded once), a parameter takes one non-empty segment,
-    a catch-all the non-empty rest; values are decoded once."""
+    a catch-all the rest, which may be empty (ASP.NET Core: "catch-all parameters can
+    also match the empty string", so ``docs/{ns}/{*path}`` takes ``docs/a/`` and
+    ``docs/a``, a trailing slash being insignificant); values are decoded once."""
 
     route: HttpRoute
     segments: tuple[Segment, ...]
@@ -114,7 +116,7 @@ class _Compiled:
 
     def match(self, parts: Sequence[str]) -> dict[str, str] | None:
         size = len(self.segments)
-        if len(parts) < size if self.catch_all is not None else len(parts) != size:
+        if len(parts) < size - 1 if self.catch_all is not None else len(parts) != size:
             return None
         for i, text in self.literals:
             part = parts[i]
@@ -126,10 +128,7 @@ class _Compiled:
                 return None
             params[name] = unquote(parts[i])
         if self.catch_all is not None:
-            rest = "/".join(parts[size - 1 :])
-            if not rest:
-                return None
-            params[self.catch_all] = unquote(rest)
+            params[self.catch_all] = unquote("/".join(parts[size - 1 :]))
         return params
 
 

@@ -37,6 +37,7 @@ from memnet.services.forget_conversation import ForgetConversation
 from memnet.services.forget_ledger import JobSettings
 from memnet.services.holds import LegalHolds
 from memnet.services.idempotency import IdempotencyStore
+from memnet.services.listing import DocumentListing
 from memnet.services.quotas import QuotaLimits, Quotas
 from memnet.services.registry import ProfileRegistry, SchemaKey, load_registry
 from memnet.services.replay import ReplayService
@@ -67,6 +68,7 @@ class Services:
     retention: RetentionService
     compaction: CompactionService
     quotas: Quotas
+    listing: DocumentListing
 
 
 def build(
@@ -168,6 +170,7 @@ def build(
             settings.job_max_seconds,
         ),
         quotas=quotas,
+        listing=DocumentListing(blobs, registry),
     )
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from memnet import bootstrap
-from memnet.api import parsing
+from memnet.api import listing, parsing
 from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.errors import created_status
@@ -32,6 +32,8 @@ def _caller(request: ApiRequest) -> Caller:
 def get_document(request: ApiRequest, request_id: str) -> ApiResponse:
     caller = _caller(request)
     path = request.route_params.get("path", "")
+    if not path:
+        return listing.list_documents(request, caller)
     if path.endswith(HISTORY_SUFFIX):
         return _history(request, caller, path.removesuffix(HISTORY_SUFFIX))
     ref = parsing.document_ref(request, path)
@@ -87,9 +89,13 @@ def put_document(request: ApiRequest, request_id: str) -> ApiResponse:
 
 def _refuse_history(request: ApiRequest) -> None:
     """A ``:history`` path shares the document's Functions route, so its writes land here:
-    405, as for any method a resource does not take."""
-    if request.route_params.get("path", "").endswith(HISTORY_SUFFIX):
+    405, as for any method a resource does not take; so does a namespace's listing (an
+    empty path)."""
+    path = request.route_params.get("path", "")
+    if path.endswith(HISTORY_SUFFIX):
         raise MethodNotAllowed("A document's history is read-only.", allow="GET")
+    if not path:
+        raise MethodNotAllowed("A namespace's listing is read-only.", allow="GET")
 
 
 def _command(

@@ -65,12 +65,15 @@ def document() -> dict[str, Any]:
 
 
 def openapi_path(route: Route) -> str:
-    """``/`` + the Functions route, its catch-all ``{*path}`` as ``{path}``."""
+    """``/`` + the Functions route, its catch-all ``{*path}`` as ``{path}`` (or, for a
+    collection, left out: the path ends in the ``/`` before it)."""
+    if route.collection:
+        return "/" + route.route.rpartition("{*")[0]
     return "/" + route.route.replace("{*", "{") + route.suffix
 
 
 def operation_id(route: Route) -> str:
-    return route.name + route.suffix.replace(":", "_")
+    return route.operation or route.name + route.suffix.replace(":", "_")
 
 
 def _schemas() -> tuple[dict[str, Any], Refs]:
@@ -106,7 +109,7 @@ def _operation(route: Route, refs: Refs) -> dict[str, Any]:
 
 def _parameters(route: Route) -> list[dict[str, Any]]:
     return [
-        *path_parameters(route.route),
+        *path_parameters(openapi_path(route)),
         *(query_parameter(name) for name in route.query),
         *(header_parameter(name) for name in route.headers),
     ]

@@ -55,6 +55,8 @@ def _operation(method: str, path: str) -> dict[str, Any]:
     template = "/" + found.route.route.replace("{*", "{")
     if found.params.get("path", "").endswith(":history"):
         template += ":history"
+    if found.params.get("path") == "":  # a namespace's listing: the catch-all empty
+        template = template.rpartition("{")[0]
     return OPERATIONS[(method, template)]
 
 
@@ -100,6 +102,10 @@ def _documents(agent: Checked) -> None:
     assert agent.request("PATCH", url, {"ops": []}, headers={"Idempotency-Key": "k3"}).status == 428
     assert agent.request("PATCH", url, {"ops": 1}, headers={"If-None-Match": "*"}).status == 400
     assert agent.request("GET", doc_url("user/nothing.json")).status == 404
+    listing = USER + "/documents/user/"
+    assert agent.request("GET", listing + "?limit=1").status == 200
+    assert agent.request("GET", listing + "?continuation=x%20y").status == 400
+    assert agent.request("GET", USER + "/documents/nowhere/").status == 404
 
 
 def _context_and_events(agent: Checked) -> None:

@@ -71,12 +71,30 @@ def test_literal_with_colon() -> None:
     assert _match(template, "/v1/tenants/t1/context") is None
 
 
-def test_catch_all_takes_one_or_more_segments() -> None:
+def test_catch_all_takes_the_rest_of_the_path() -> None:
     template = "docs/{ns}/{*path}"
     assert _match(template, "/docs/n/a/b/c.json") == {"ns": "n", "path": "a/b/c.json"}
     assert _match(template, "/docs/n/c.json") == {"ns": "n", "path": "c.json"}
-    assert _match(template, "/docs/n") is None
-    assert _match(template, "/docs/n/") is None
+
+
+def test_catch_all_matches_the_empty_string_as_in_asp_net_core() -> None:
+    # ASP.NET Core routing: "Catch-all parameters can also match the empty string."
+    # A trailing slash is insignificant there, so both spellings reach the route.
+    template = "docs/{ns}/{*path}"
+    assert _match(template, "/docs/n/") == {"ns": "n", "path": ""}
+    assert _match(template, "/docs/n") == {"ns": "n", "path": ""}
+    assert _match(template, "/docs") is None
+    assert _match(template, "/docs//") is None  # the parameter before it still needs a value
+
+
+def test_an_empty_catch_all_keeps_literal_and_parameter_routes_first() -> None:
+    router = Router(ROUTES, "")
+    assert router.resolve("GET", "/v1/things/special").route == ROUTES[1]
+    empty = router.resolve("GET", "/v1/tenants/t1/docs/ns/")
+    assert empty.route is not None and empty.route.name == "doc"
+    assert empty.params == {"tenant_id": "t1", "namespace": "ns", "path": ""}
+    fallback = router.resolve("GET", "/v1")
+    assert fallback.route is not None and fallback.params == {"rest": ""}
 
 
 def test_catch_all_decodes_joined_remainder_once() -> None:

@@ -50,10 +50,17 @@ def test_every_http_function_is_an_operation_and_nothing_else():
         for method in r.methods
     }
     documented = {
-        (op["x-function"], method.upper(), path.removesuffix(":history"))
+        (op["x-function"], method.upper(), _function_path(path))
         for path, method, op in operations()
     }
     assert documented == routes
+
+
+def _function_path(path: str) -> str:
+    """The Functions route a documented path is served by: a document's ``:history`` and
+    a namespace's listing (the catch-all empty) are the document's route."""
+    path = path.removesuffix(":history")
+    return path + "{path}" if path.endswith("/") else path
 
 
 def test_history_and_colon_routes_are_their_own_paths():
@@ -63,6 +70,9 @@ def test_history_and_colon_routes_are_their_own_paths():
     assert paths[document + ":history"]["get"]["operationId"] == "get_document_history"
     assert paths[document + ":history"]["get"]["x-function"] == "get_document"
     assert set(paths[document]) == {"get", "patch", "put"}
+    listing = paths[base + "/documents/{namespace}/"]
+    assert set(listing) == {"get"} and listing["get"]["operationId"] == "list_documents"
+    assert listing["get"]["x-function"] == "get_document"
     assert paths[base + "/context:assemble"]["post"]["operationId"] == "assemble_context"
     assert paths[base + "/events:search"]["post"]["operationId"] == "search_events"
 

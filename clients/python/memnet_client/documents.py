@@ -3,16 +3,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from memnet_client.base import ClientBase, json_of, replayed
-from memnet_client.calls import Call, document_path, drop_none
+from memnet_client.calls import Call, document_path, drop_none, segment, user_path
 from memnet_client.errors import NotFound, PreconditionFailed, UpdateConflict
-from memnet_client.models import Document, History, JsonObject, WriteResult
+from memnet_client.models import (
+    Document,
+    DocumentList,
+    History,
+    JsonObject,
+    ListedDocument,
+    WriteResult,
+)
 
 # What update() calls with the current content (None: no document yet); returns the ops.
 OpsFunction = Callable[[Any], Sequence[JsonObject]]
@@ -57,6 +64,28 @@ class DocumentsApi(ClientBase):
         params = {**self._profile_params(), **drop_none(limit=limit, before=before)}
         url = self._document(namespace, path) + ":history"
         return self._send(Call("GET", url, _history, params={k: str(v) for k, v in params.items()}))
+
+    def list_documents(
+        self, namespace: str, *, limit: int | None = None, continuation: str | None = None
+    ) -> DocumentList:
+        """One page of the namespace's documents, in path order (``limit`` 1-100, the
+        server's default 50); ``continuation=page.continuation`` for the next page."""
+        params = {**self._profile_params(), **drop_none(limit=limit, continuation=continuation)}
+        url = f"{user_path(*self._scope())}/documents/{segment(namespace)}/"
+        query = {k: str(v) for k, v in params.items()}
+        return self._send(Call("GET", url, _document_list, params=query))
+
+    def iter_documents(
+        self, namespace: str, *, limit: int | None = None
+    ) -> Iterator[ListedDocument]:
+        """Every document of the namespace, following continuations page by page."""
+        continuation: str | None = None
+        while True:
+            page = self.list_documents(namespace, limit=limit, continuation=continuation)
+            yield from page.documents
+            if page.continuation is None:
+                return
+            continuation = page.continuation
 
     def patch_document(
         self,
@@ -193,3 +222,7 @@ def _document(response: httpx.Response) -> Document:
 
 def _history(response: httpx.Response) -> History:
     return History.from_json(json_of(response))
+
+
+def _document_list(response: httpx.Response) -> DocumentList:
+    return DocumentList.from_json(json_of(response))

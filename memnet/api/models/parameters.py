@@ -33,6 +33,14 @@ _QUERY: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "pattern": "^chg_[0-9a-f]{28}$"},
         "description": "The next_before of the previous page.",
     },
+    "page_limit": {
+        "name": "limit",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},
+    },
+    "continuation": {
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,2048}$"},
+        "description": "The continuation of the previous page.",
+    },
 }
 _REQUEST_HEADERS: dict[str, dict[str, Any]] = {
     "Idempotency-Key": {
@@ -133,7 +141,12 @@ def response_header(name: str) -> dict[str, Any]:
 
 
 def links(route: Route) -> dict[str, Any]:
-    """Stateful links: a written document to its read and history; an event to its read."""
+    """Stateful links: a written document to its read and history; an event to its read;
+    a namespace's listing to its first document."""
+    if route.collection:
+        same = {name: f"$request.path.{name}" for name in _DOCUMENT_PARAMETERS[:3]}
+        first = {**same, "path": "$response.body#/documents/0/path"}
+        return {"GetDocument": {"operationId": "get_document", "parameters": first}}
     if route.name in ("patch_document", "put_document", "get_document") and not route.suffix:
         same = {name: f"$request.path.{name}" for name in _DOCUMENT_PARAMETERS}
         found = {"GetHistory": {"operationId": "get_document_history", "parameters": same}}

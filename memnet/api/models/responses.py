@@ -102,6 +102,20 @@ class HistoryPage(Closed):
     truncated: bool | None = None
 
 
+class ListedDocument(Closed):
+    path: str
+    etag: str
+    updated_at: str
+    binding_id: str | None
+
+
+class DocumentList(Closed):
+    """``GET …/documents/{namespace}/``: one page, in path order."""
+
+    documents: list[ListedDocument]
+    continuation: str | None = Field(description="Pass as ?continuation= for the next page.")
+
+
 # -- context ----------------------------------------------------------------------------------
 
 

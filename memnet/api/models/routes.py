@@ -26,7 +26,9 @@ WRITE_ERRORS = (404, 409, 412, 413, 415, 422, 428)
 @dataclass(frozen=True)
 class Route:
     """One function of ``function_app.py`` (``name``), or a variant of one that the same
-    function serves under another documented path (``suffix``: ``:history``)."""
+    function serves under another documented path (``suffix``: ``:history``;
+    ``collection``: the route with its trailing catch-all empty, the path ending in the
+    ``/`` before it, named ``operation``)."""
 
     name: str
     method: str
@@ -42,6 +44,8 @@ class Route:
     authenticated: bool = True
     suffix: str = ""
     tags: tuple[str, ...] = ()
+    collection: bool = False
+    operation: str = ""
 
 
 def _document(method: str, name: str, request: type[BaseModel], summary: str) -> Route:
@@ -73,6 +77,9 @@ ROUTES: tuple[Route, ...] = (
     Route("get_document", "GET", DOCUMENT, "A document's changes, newest first.",
           response=rs.HistoryPage, query=("profile_id", "limit", "before"),
           suffix=":history", tags=("documents",)),
+    Route("get_document", "GET", DOCUMENT, "A namespace's documents, in path order, paged.",
+          response=rs.DocumentList, query=("profile_id", "page_limit", "continuation"),
+          tags=("documents",), collection=True, operation="list_documents"),
     _document("PATCH", "patch_document", rq.PatchBody, "Apply a JSON Patch (spec 10.2)."),
     _document("PUT", "put_document", rq.PutBody, "Replace a document's content (spec 10.3)."),
     Route("assemble_context", "POST", TENANT_USER + "/context:assemble",

@@ -20,6 +20,7 @@ from memnet_client.models.documents import (
 from memnet_client.models.events import Event, EventWrite, SearchHit, SearchResults
 from memnet_client.models.fields import JsonObject
 from memnet_client.models.jobs import Job, Replay
+from memnet_client.models.listing import DocumentList, ListedDocument
 
 __all__ = [
     "JsonObject",
@@ -27,6 +28,8 @@ __all__ = [
     "WriteResult",
     "Change",
     "History",
+    "ListedDocument",
+    "DocumentList",
     "ContextDocument",
     "Context",
     "Event",
