@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from memnet_client import MemnetClient, RetryPolicy
 
@@ -59,3 +60,18 @@ def privacy(http_server: str, services: Services) -> Iterator[MemnetClient]:
 def append_preference(text: str) -> Any:
     """A ``change`` for ``update``: append one preference (commutes with other appends)."""
     return lambda content: [{"op": "add", "path": "/content/preferences/-", "value": text}]
+
+
+class Recording(httpx.BaseTransport):
+    """A real HTTP transport that remembers what it sent."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.sent: list[httpx.Request] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(request)
+        return self.inner.handle_request(request)
+
+    def close(self) -> None:
+        self.inner.close()

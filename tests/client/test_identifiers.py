@@ -12,23 +12,8 @@ import pytest
 from memnet_client import BadRequest, InvalidIdentifier, MemnetClient, MemnetError, NotFound
 
 from memnet.bootstrap import Services
-from tests.client.conftest import connect
+from tests.client.conftest import Recording, connect
 from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY
-
-
-class Recording(httpx.BaseTransport):
-    """A real HTTP transport that remembers what it sent."""
-
-    def __init__(self) -> None:
-        self.inner = httpx.HTTPTransport()
-        self.sent: list[httpx.Request] = []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.sent.append(request)
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from memnet_client import MemnetClient, RateLimited, RetryPolicy, TransportError
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
-from tests.client.conftest import FAST, connect, install
+from tests.client.conftest import FAST, Recording, connect, install
 from tests.conftest import ADMIN_KEY, AGENT_KEY
 
 DYNAMIC = ("user", "user_dynamic.json")
@@ -140,21 +140,6 @@ def test_the_policy_decides_from_status_code_and_retry_after(status, body, heade
     response = httpx.Response(status, json=body, headers=headers)
     assert RetryPolicy(max_wait=30, backoff=0.5).after_response(0, response) == wait
     assert RetryPolicy(max_retries=0).after_response(0, response) is None
-
-
-class Recording(httpx.BaseTransport):
-    """A real HTTP transport that keeps what it sent."""
-
-    def __init__(self) -> None:
-        self.inner = httpx.HTTPTransport()
-        self.sent: list[httpx.Request] = []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.sent.append(request)
-        return self.inner.handle_request(request)
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 def test_every_write_carries_its_own_key_and_reads_none(http_server: str, services: Services):

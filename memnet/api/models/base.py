@@ -38,6 +38,14 @@ def _integral(value: object) -> object:
     return value
 
 
+NOT_BLANK = (
+    "[^\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680"
+    "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+)
+"""A character that is not blank as the server's ``str.strip()`` sees it (ECMA-262's
+``\\S`` differs on \\x1c-\\x1f, \\x85 and \\ufeff)."""
+
+
 INTEGRAL = BeforeValidator(_integral)
 """Last in an integer member's ``Annotated[StrictInt, Field(...), INTEGRAL]`` (after the
 bounds, so they stay JSON Schema's ``minimum``/``maximum``): ``41`` or ``41.0``; never

@@ -25,6 +25,7 @@ from pydantic import BaseModel as _Model
 
 from memnet.api.models.base import (
     INTEGRAL,
+    NOT_BLANK,
     Body,
     Evidence,
     Identifier,
@@ -34,12 +35,6 @@ from memnet.api.models.base import (
 from memnet.domain.event_model import MAX_OFFSET
 from memnet.domain.timestamps import InvalidTimestamp, format_timestamp, parse_timestamp
 
-NOT_BLANK = (
-    "[^\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680"
-    "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
-)
-"""A character that is not blank as the server's ``str.strip()`` sees it (ECMA-262's
-``\\S`` differs on \\x1c-\\x1f, \\x85 and \\ufeff)."""
 Reason = Literal["live_update", "replay_update", "admin_migration"]
 Fraction = Annotated[float, Field(ge=0, le=1)]  # strict: an int is a number, a bool is not
 
