@@ -32,6 +32,7 @@ from memnet.services.compaction import CompactionService, CompactionTrigger
 from memnet.services.context import ContextService
 from memnet.services.documents import DocumentService
 from memnet.services.events import EventService
+from memnet.services.expiry import DocumentExpiry, shortest_ttl
 from memnet.services.forget import ForgetService
 from memnet.services.forget_conversation import ForgetConversation
 from memnet.services.forget_ledger import JobSettings
@@ -107,6 +108,7 @@ def build(
         index_ttl=settings.context_index_ttl_seconds,
         semantic_ttl=settings.context_semantic_ttl_seconds,
         read_workers=settings.context_read_workers,
+        clock=clock,
     )
     auth = authenticator or callers.authenticator(settings)
     index = index or search_index(settings)
@@ -170,7 +172,7 @@ def build(
             settings.job_max_seconds,
         ),
         quotas=quotas,
-        listing=DocumentListing(blobs, registry),
+        listing=DocumentListing(blobs, registry, clock),
     )
 
 
@@ -209,6 +211,7 @@ def _retention(
         settings.sweep_page_size,
         settings.job_max_seconds,
         tombstones,
+        DocumentExpiry(blobs, clock, shortest_ttl(registry)),
     )
 
 

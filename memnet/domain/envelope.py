@@ -22,6 +22,8 @@ ENVELOPE_FIELDS = (
     "change_id",
     "content",
 )
+EXPIRES_AT = "expires_at"  # optional: a short-lived document's (memnet.domain.expiry)
+FIELD_ORDER = (*ENVELOPE_FIELDS[:-1], EXPIRES_AT, ENVELOPE_FIELDS[-1])  # as stored
 CONTENT = "content"
 MAX_DOCUMENT_DEPTH = 64  # levels, the envelope object being 1 (as deep as a request body)
 
@@ -40,6 +42,7 @@ def envelope_schema(schema_id: str, schema_version: str, content_ref: str) -> di
             "updated_at": text,
             "updated_by": text,
             "change_id": text,
+            EXPIRES_AT: text,
             "schema_id": {"const": schema_id},
             "schema_version": {"const": schema_version},
             "content": {"$ref": content_ref},

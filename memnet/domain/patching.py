@@ -114,6 +114,17 @@ def apply_ops(document: Any, ops: list[Op], max_chars: int | None = None) -> Any
     return result
 
 
+def apply_in_place(document: Any, op: Op) -> Any:
+    """``document`` (already a copy the caller owns) with ``op`` applied to it; for
+    planning ops one at a time without copying the document for each."""
+    try:
+        return _apply_one(document, op)
+    except RecursionError as exc:
+        raise Unprocessable(
+            "the document nests too deeply to apply the patch.", code="DOCUMENT_TOO_DEEP"
+        ) from exc
+
+
 def _check_size(document: Any, op: Op, max_chars: int) -> None:
     size = len(serialise(document))
     if size > max_chars:

@@ -20,6 +20,7 @@ from memnet.domain.pointers import Segments
 if TYPE_CHECKING:  # imported when a profile is built: they use the envelope, which uses us
     from memnet.domain.compaction import CompactionRules
     from memnet.domain.freshness import FreshnessRules
+    from memnet.domain.upsert import IdentityRule
 
 DEFAULT_MAX_OPS = 50
 DEFAULT_MAX_STATEMENTS = 20
@@ -45,6 +46,9 @@ class Binding:
     array_limits: Mapping[Segments, int] = field(default_factory=dict)
     initial_content: Mapping[str, Any] = field(default_factory=dict)
     in_context: bool = True
+    ttl_seconds: int | None = None  # expires this long after its last write
+    lookup_fields: Mapping[str, Segments] = field(default_factory=dict)
+    item_identity: Mapping[Segments, IdentityRule] = field(default_factory=dict)
 
     def path_for(self, variables: Mapping[str, str]) -> str | None:
         """The concrete path: fixed, or the template filled from ``variables``."""
@@ -203,8 +207,13 @@ def freshness_problem(raw: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def _build_binding(raw: Mapping[str, Any]) -> Binding:
     limits = {pointers.parse(p): n for p, n in raw.get("array_limits", {}).items()}
-    fields = {k: v for k, v in raw.items() if k not in ("array_limits",)}
-    return Binding(**fields, array_limits=limits)
+    from memnet.domain import upsert
+
+    lookups = {name: pointers.parse(p) for name, p in raw.get("lookup_fields", {}).items()}
+    identity = upsert.parse_rules(raw.get("item_identity", {}))
+    parsed = ("array_limits", "lookup_fields", "item_identity")
+    fields = {k: v for k, v in raw.items() if k not in parsed}
+    return Binding(**fields, array_limits=limits, lookup_fields=lookups, item_identity=identity)
 
 
 def _pointer_map(raw: Mapping[str, list[str]]) -> dict[str, tuple[Segments, ...]]:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from memnet.domain.envelope import ENVELOPE_FIELDS, canonical
+from memnet.domain.envelope import EXPIRES_AT, FIELD_ORDER, canonical
 from memnet.domain.layout import DocumentRef, audit_horizon_name, audit_name, user_prefix
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.timestamps import format_millis, parse_timestamp
@@ -58,10 +58,13 @@ def apply_change(
     result.update(
         updated_at=record["timestamp"], updated_by=record["actor"], change_id=record["change_id"]
     )
+    result.pop(EXPIRES_AT, None)  # each change sets it anew: its binding's TTL, or none
+    if record.get(EXPIRES_AT) is not None:
+        result[EXPIRES_AT] = record[EXPIRES_AT]
     return dict(sorted(result.items(), key=lambda kv: _FIELD_ORDER.get(kv[0], 99)))
 
 
-_FIELD_ORDER = {name: i for i, name in enumerate(ENVELOPE_FIELDS)}
+_FIELD_ORDER = {name: i for i, name in enumerate(FIELD_ORDER)}
 
 
 def fold(records: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ from memnet.domain.layout import DocumentRef
 from memnet.domain.profiles import Binding, Profile, RoutingRules
 from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint, semantic_confidence
 from memnet.domain.similarity import Similarity
-from memnet.ports import BlobStore
+from memnet.ports import BlobStore, Clock
 from memnet.services.context_reads import (
     IndexCache,
     Monotonic,
@@ -84,8 +84,10 @@ class ContextService:
         read_workers: int = READ_WORKERS,
         concurrent_reads_above: float = CONCURRENT_READS_ABOVE_S,
         monotonic: Monotonic = time.monotonic,
+        clock: Clock | None = None,
     ) -> None:
         self._blobs, self._registry, self._similarity = blobs, registry, similarity
+        self._clock = clock  # None: documents never read as expired (a test's service)
         self._indexes = IndexCache(INDEX_CACHE_SIZE, index_ttl, monotonic)
         self._texts = SemanticTexts(TEXT_CACHE_SIZE, semantic_ttl, monotonic)
         self._workers, self._timer = read_workers, ReadTimer(concurrent_reads_above)
@@ -95,8 +97,9 @@ class ContextService:
     def assemble(self, caller: Caller, request: AssembleRequest) -> dict[str, Any]:
         caller.require(request.tenant_id, "read")
         profile = self._registry.for_caller(caller, request.profile_id)
+        now = self._clock.now() if self._clock is not None else None
         reader = Reader(
-            self._blobs, request.tenant_id, request.user_id, self._executor(), self._timer
+            self._blobs, request.tenant_id, request.user_id, self._executor(), self._timer, now
         )
         reader.prefetch(_fixed_refs(profile, reader), alone=True)
         decision = self._route(profile, reader, request)

@@ -21,10 +21,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from memnet.domain import pointers
 from memnet.domain.document_model import StoredDocument
+from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef
 from memnet.domain.profiles import Binding, RoutingRules
 from memnet.domain.routing import RoutingIndex
@@ -67,8 +69,10 @@ class Reader:
         user_id: str,
         pool: Executor | None = None,
         timer: ReadTimer | None = None,
+        now: datetime | None = None,
     ) -> None:
         self.blobs, self.tenant_id, self.user_id, self._pool = blobs, tenant_id, user_id, pool
+        self._now = now  # documents expired at this instant read as absent (None: none)
         self._read = (timer or ReadTimer(0.0)).read
         self._seen: dict[str, StoredDocument | Future[StoredDocument | None] | None] = {}
 
@@ -91,6 +95,8 @@ class Reader:
         value = self._seen[name]
         if isinstance(value, Future):
             value = self._seen[name] = value.result()
+        if value is not None and self._now is not None and expired(value.document, self._now):
+            value = self._seen[name] = None
         return value
 
     def loaded(self, ref: DocumentRef) -> StoredDocument | None:

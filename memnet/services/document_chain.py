@@ -12,6 +12,7 @@ from typing import Any
 
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, EtagMismatch, NotFound
+from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef, audit_name, user_prefix
 from memnet.domain.profiles import Binding
 from memnet.domain.rebase import conflict
@@ -58,13 +59,27 @@ class DocumentChain:
             )
         return record.get("prev_change_id"), record.get("pre_etag")
 
+    def live(self, ref: DocumentRef) -> StoredDocument | None:
+        """The document, unless it has expired (it then reads as absent)."""
+        found = self.load(ref)
+        return None if found is None or expired(found.document, self._clock.now()) else found
+
     def checked_current(
         self, cmd: WriteCommand, rebase_for: Binding | None
+    ) -> tuple[StoredDocument | None, str | None]:
+        """The latest live version, if the precondition holds for it: it names that
+        version, or (asked to rebase, a patch of binding ``rebase_for``) the ops commute
+        with every change since the version it names; and the ETag of an expired
+        document in the way (a create replaces it, under that ETag), or None."""
+        found = self.load(cmd.ref)
+        if found is not None and expired(found.document, self._clock.now()):
+            self._check(cmd, rebase_for, None)
+            return None, found.etag
+        return self._check(cmd, rebase_for, found), None
+
+    def _check(
+        self, cmd: WriteCommand, rebase_for: Binding | None, current: StoredDocument | None
     ) -> StoredDocument | None:
-        """The latest version, if the precondition holds for it: it names that version,
-        or (asked to rebase, a patch of binding ``rebase_for``) the ops commute with every
-        change since the version it names."""
-        current = self.load(cmd.ref)
         wanted = cmd.precondition
         if wanted.if_match is not None and current is None:
             raise NotFound(
@@ -167,6 +182,8 @@ def write_response(
     body: dict[str, Any] = {"etag": etag, "document": document}
     if record.get("redirected_ops"):
         body["redirected_ops"] = record["redirected_ops"]
+    if record.get("upserts"):
+        body["upserts"] = record["upserts"]
     if "rebased_from" in record:
         body["rebased_from"] = record["rebased_from"]
     if unchanged:

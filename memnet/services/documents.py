@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from memnet.domain import upsert
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
-from memnet.domain.envelope import serialise
+from memnet.domain.envelope import EXPIRES_AT, serialise
 from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
+from memnet.domain.expiry import expires_at
 from memnet.domain.layout import DocumentRef
 from memnet.domain.policy import (
     WriteIntent,
@@ -84,7 +86,8 @@ class DocumentService:
         return self._chain.page(ref, self._require(ref), limit, before)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
-        return self._chain.load(ref)
+        """The document, or None if it does not exist or has expired."""
+        return self._chain.live(ref)
 
     def _require(self, ref: DocumentRef) -> StoredDocument:
         current = self.load(ref)
@@ -225,11 +228,13 @@ class DocumentService:
         ticket: Ticket,
         write: bool = True,
     ) -> Response:
-        current = self._chain.checked_current(cmd, binding)
+        current, expired_etag = self._chain.checked_current(cmd, binding)
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence)
         content = current.document.get("content") if current else None
         planned = plan_ops(profile, binding, cmd.ops, intent, content)
         raise_if_any(planned.violations)
+        start = content if current else binding.initial_content
+        ops, upserts = upsert.plan(binding.item_identity, start, planned.ops, binding.max_chars)
         base = None if current else self._base(binding, None, dict(binding.initial_content))
         record = self._record(
             caller,
@@ -238,10 +243,12 @@ class DocumentService:
             binding,
             ticket,
             current,
-            [op.as_json() for op in planned.ops],
+            [op.as_json() for op in ops],
             base,
         )
         record["redirected_ops"] = planned.redirected
+        if upserts:
+            record["upserts"] = upserts
         if cmd.origin is not None:
             record["origin"] = cmd.origin
         if cmd.reason_codes is not None:
@@ -250,15 +257,18 @@ class DocumentService:
             record["rebased_from"] = cmd.precondition.if_match
         elif current is not None and cmd.precondition.create:
             record["rebased_from"] = None  # created meanwhile by another writer
-        return self._commit(cmd.ref, profile, binding, current, record, caller.may_read(), write)
+        return self._commit(
+            cmd.ref, profile, binding, current, record, caller.may_read(), write, expired_etag
+        )
 
     def _replace(
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
     ) -> Response:
-        current = self._chain.checked_current(cmd, None)
+        current, expired_etag = self._chain.checked_current(cmd, None)
         base = self._base(binding, current, cmd.content or {})
         record = self._record(caller, cmd, profile, binding, ticket, current, [], base)
-        return self._commit(cmd.ref, profile, binding, current, record, caller.may_read())
+        reader = caller.may_read()
+        return self._commit(cmd.ref, profile, binding, current, record, reader, True, expired_etag)
 
     def _base(
         self, binding: Binding, current: StoredDocument | None, content: dict[str, Any]
@@ -286,7 +296,8 @@ class DocumentService:
         operation = (
             "create" if current is None else ("replace" if cmd.content is not None else "patch")
         )
-        return {
+        now = self._clock.now()
+        record: dict[str, Any] = {
             "change_id": ticket.change_id,
             "prev_change_id": current.document.get("change_id") if current else None,
             "operation": operation,
@@ -294,7 +305,7 @@ class DocumentService:
             "binding_id": binding.binding_id,
             "profile_id": profile.profile_id,
             "actor": caller.caller_id,
-            "timestamp": self._now(),
+            "timestamp": format_millis(now),
             "reason": cmd.reason,
             "pre_etag": current.etag if current else None,
             "ops": ops,
@@ -305,6 +316,9 @@ class DocumentService:
             "request_id": cmd.request_id,
             "idempotency_key_sha256": key_hash(caller.caller_id, cmd.idempotency_key),
         }
+        if (expiry := expires_at(binding, now)) is not None:
+            record[EXPIRES_AT] = expiry  # the document's, after this change
+        return record
 
     def _commit(
         self,
@@ -315,6 +329,7 @@ class DocumentService:
         record: dict[str, Any],
         reader: bool,
         write: bool = True,
+        expired_etag: str | None = None,
     ) -> Response:
         """Validate, then (unless ``write`` is False) write the audit record and the
         document. A write that leaves
@@ -331,7 +346,8 @@ class DocumentService:
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)
-        condition = Condition.match(current.etag) if current else Condition.create_only()
+        replaced = current.etag if current else expired_etag  # an expired one: replaced
+        condition = Condition.match(replaced) if replaced else Condition.create_only()
         try:
             etag = self._blobs.write(ref.blob_name, text.encode(), condition)
         except PreconditionFailed as exc:

@@ -28,6 +28,7 @@ from memnet.domain.layout import forget_conversation_job_name, user_prefix
 from memnet.domain.retraction import points_at
 from memnet.ports import BlobNotFound, BlobStore, Clock, MessageQueue, SearchIndex
 from memnet.services.documents import DocumentService
+from memnet.services.expiry import DocumentExpiry, shortest_ttl
 from memnet.services.forget import RETRY_AFTER_POISON, ForgetService
 from memnet.services.forget_ledger import FORGET_CALLER, Job, Superseded, new_token
 from memnet.services.forget_receipts import accepted, build_receipt, public_view, require_any
@@ -58,7 +59,8 @@ class ForgetConversation:
         self._blobs, self._index, self._queue = blobs, index, queue
         self._holds, self._clock = holds, clock
         self._jobs, self._ledger = forget.jobs, forget.ledger
-        self._retraction = DocumentRetraction(documents, registry, blobs, forget.jobs)
+        expiry = DocumentExpiry(blobs, clock, shortest_ttl(registry))
+        self._retraction = DocumentRetraction(documents, registry, blobs, forget.jobs, expiry)
 
     def request(self, caller: Caller, t: str, u: str, c: str) -> dict[str, Any]:
         caller.require(t, "forget")

@@ -14,20 +14,22 @@ retracted by an admin replace instead.
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 from memnet.domain.callers import ANY, Caller
-from memnet.domain.document_model import Precondition, WriteCommand
+from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import canonical
 from memnet.domain.errors import BadRequest, EtagMismatch, Forbidden, NotFound, Unprocessable
 from memnet.domain.layout import DocumentRef, user_prefix
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.retraction import points_at, retract
-from memnet.ports import BlobStore
+from memnet.ports import BlobNotFound, BlobStore
 from memnet.services.documents import DocumentService
+from memnet.services.expiry import DocumentExpiry, document_ref
 from memnet.services.forget_ledger import FORGET_CALLER, Job, JobStore
 from memnet.services.registry import ProfileRegistry
 
@@ -52,8 +54,10 @@ class DocumentRetraction:
         registry: ProfileRegistry,
         blobs: BlobStore,
         jobs: JobStore,
+        expiry: DocumentExpiry | None = None,
     ) -> None:
         self._documents, self._registry, self._blobs, self._jobs = documents, registry, blobs, jobs
+        self._expiry = expiry  # an expired document is deleted, not retracted from
 
     def run(self, job: Job, deadline: float) -> tuple[Job, bool]:
         """Retract from each document in turn (a cursor remembers the last one done);
@@ -72,7 +76,10 @@ class DocumentRetraction:
         """Plan and write until the document holds nothing to retract (a 412 plans again
         from the latest version), or the write is refused for good (recorded in
         ``not_retracted``); only then does the cursor move past it. A document that
-        keeps changing raises :class:`DocumentBusy`: the job tries it again later."""
+        keeps changing raises :class:`DocumentBusy`: the job tries it again later. An
+        expired document (it reads as absent, so nothing would be retracted from it) is
+        deleted now rather than at the next retention sweep."""
+        self._expire_if_due(name)
         for _ in range(_WRITE_ATTEMPTS):
             planned = self._plan(job.state, name)
             if planned is None:
@@ -85,6 +92,16 @@ class DocumentRetraction:
             raise DocumentBusy(name)
         job.state["documents_after"] = name
         return job
+
+    def _expire_if_due(self, name: str) -> None:
+        ref = document_ref(name)
+        if self._expiry is None or ref is None:
+            return
+        try:
+            blob = self._blobs.read(name)
+        except BlobNotFound:
+            return
+        self._expiry.expire(ref, StoredDocument(blob.etag, json.loads(blob.data)), FORGET_CALLER)
 
     def _plan(self, state: dict[str, Any], name: str) -> dict[str, Any] | None:
         relative = name[len(user_prefix(state["tenant_id"], state["user_id"])) :]

@@ -14,14 +14,26 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
+from memnet.domain import pointers
 from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest, NotFound
+from memnet.domain.expiry import expired
 from memnet.domain.identifiers import check_document_path
 from memnet.domain.layout import DocumentRef, user_prefix
-from memnet.domain.profiles import Profile
-from memnet.ports import BlobNotFound, BlobPage, BlobStore, StorageError, StorageUnavailable
+from memnet.domain.profiles import Binding, Profile
+from memnet.ports import (
+    BlobNotFound,
+    BlobPage,
+    BlobStore,
+    Clock,
+    StorageError,
+    StorageUnavailable,
+)
 from memnet.services.registry import ProfileRegistry
 
 TOKEN = re.compile(r"[A-Za-z0-9_-]{1,2048}")  # base64url, no padding
@@ -59,9 +71,19 @@ class NamespaceRef:
         return DocumentRef(self.tenant_id, self.user_id, self.namespace, path)
 
 
+@dataclass(frozen=True)
+class Lookup:
+    """``?lookup=<name>&value=<text>``: only documents whose binding declares the lookup
+    field ``name`` and whose content holds ``value`` there (equal to it, or an array
+    with it as an item)."""
+
+    name: str
+    value: str
+
+
 class DocumentListing:
-    def __init__(self, blobs: BlobStore, registry: ProfileRegistry) -> None:
-        self._blobs, self._registry = blobs, registry
+    def __init__(self, blobs: BlobStore, registry: ProfileRegistry, clock: Clock) -> None:
+        self._blobs, self._registry, self._clock = blobs, registry, clock
 
     def list_documents(
         self,
@@ -70,15 +92,21 @@ class DocumentListing:
         profile_id: str | None,
         limit: int,
         continuation: str | None = None,
+        lookup: Lookup | None = None,
     ) -> DocumentPage:
         """Authorised as reading a document: the ``read`` role in the tenant and a profile
-        with a binding in the namespace (else 404 ``BINDING_NOT_FOUND``)."""
+        with a binding in the namespace (else 404 ``BINDING_NOT_FOUND``). A page reads
+        ``limit`` names; with a ``lookup`` it answers those that match, so a page may
+        hold fewer documents (even none) and still have a continuation."""
         caller.require(where.tenant_id, "read")
         profile = self._registry.for_caller(caller, profile_id)
         _require_namespace(profile, where.namespace)
+        if lookup is not None:
+            _require_lookup(profile, where.namespace, lookup.name)
         marker = decode_token(continuation, where.namespace)
         page = self._page(where.prefix, marker, limit)
-        listed = (self._item(profile, where, info.name) for info in page.items)
+        now = self._clock.now()
+        listed = (self._item(profile, where, info.name, now, lookup) for info in page.items)
         documents = tuple(item for item in listed if item is not None)
         return DocumentPage(documents, encode_token(where.namespace, page.continuation))
 
@@ -92,18 +120,69 @@ class DocumentListing:
                 raise
             raise _bad_token() from error
 
-    def _item(self, profile: Profile, where: NamespaceRef, name: str) -> ListedDocument | None:
+    def _item(
+        self,
+        profile: Profile,
+        where: NamespaceRef,
+        name: str,
+        now: datetime,
+        lookup: Lookup | None,
+    ) -> ListedDocument | None:
         """The document ``name`` names, read once; None if it is gone (deleted since the
-        listing) or its name is not a document path (nothing else is written there)."""
+        listing) or expired, its name is not a document path (nothing else is written
+        there), or it does not match ``lookup``."""
         path = name[len(where.prefix) :]
         try:
             check_document_path(path)
             blob = self._blobs.read(name)
         except (BadRequest, BlobNotFound):
             return None
+        document = json.loads(blob.data)
         found = profile.resolve(where.namespace, path)
-        updated_at = json.loads(blob.data).get("updated_at", "")
+        if expired(document, now):
+            return None
+        if lookup is not None and (found is None or not _matches(found[0], document, lookup)):
+            return None
+        updated_at = document.get("updated_at", "")
         return ListedDocument(path, blob.etag, updated_at, found[0].binding_id if found else None)
+
+
+def _matches(binding: Binding, document: dict[str, Any], lookup: Lookup) -> bool:
+    pointer = binding.lookup_fields.get(lookup.name)
+    if pointer is None:
+        return False
+    for held in _values_at(document.get("content"), pointer):
+        if held == lookup.value or (isinstance(held, list) and lookup.value in held):
+            return True
+    return False
+
+
+def _values_at(node: Any, segments: tuple[str, ...]) -> Iterator[Any]:
+    """What a lookup pointer names in ``node``; a ``*`` segment stands for every item of
+    an array (``/sub_tasks/*/task_id``)."""
+    if not segments:
+        yield node
+        return
+    head, rest = segments[0], segments[1:]
+    if head == "*" and isinstance(node, list):
+        for item in node:
+            yield from _values_at(item, rest)
+        return
+    try:
+        yield from _values_at(pointers.resolve(node, (head,)), rest)
+    except KeyError:
+        return
+
+
+def _require_lookup(profile: Profile, namespace: str, name: str) -> None:
+    bindings = (b for b in profile.bindings if b.namespace == namespace)
+    if not any(name in b.lookup_fields for b in bindings):
+        raise BadRequest(
+            "lookup names no lookup field of this namespace's bindings.",
+            code="INVALID_QUERY",
+            field="lookup",
+            location=["query", "lookup"],
+        )
 
 
 def _require_namespace(profile: Profile, namespace: str) -> None:

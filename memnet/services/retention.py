@@ -3,7 +3,8 @@ has expired, a page at a time, resumably, and never what a legal hold keeps.
 
 One sweep is a run of the ``retention`` :class:`~memnet.services.walker.Walker` over
 ``tenants/``. Each blob is classified by its name (``tenants/{t}/users/{u}/<kind>/...``);
-documents, governance blobs and anything unknown are left alone. A blob is due when its
+governance blobs and anything unknown are left alone, and documents too unless they are
+short-lived and past their ``expires_at`` (:mod:`memnet.services.expiry`). A blob is due when its
 age (the service clock minus its ``last_modified``) reaches its kind's rule
 (:class:`~memnet.domain.retention.RetentionPolicy`); idempotency records are due after
 the idempotency TTL plus the lease, whatever the profiles say. Deletion order, so a
@@ -45,13 +46,14 @@ from memnet.ports import (
     SearchIndex,
 )
 from memnet.services.audit import AuditLog, change_time
+from memnet.services.expiry import DocumentExpiry, document_ref
 from memnet.services.holds import LegalHolds, held_kinds
 from memnet.services.registry import ProfileRegistry
 from memnet.services.tombstones import Tombstones
 from memnet.services.walker import Walker, WalkReport
 
 JOB = "retention"
-SWEPT_KINDS = (*KINDS, "idempotency")
+SWEPT_KINDS = (*KINDS, "idempotency", "documents")
 LISTED_MAX = 1000  # names a dry run lists; the counts go on
 
 
@@ -119,8 +121,10 @@ class RetentionService:
         page_size: int,
         max_seconds: float,
         tombstones: Tombstones | None = None,
+        expiry: DocumentExpiry | None = None,
     ) -> None:
         self._blobs, self._clock, self._index, self._audit = blobs, clock, index, audit
+        self._expiry = expiry  # None: documents are left alone
         self._policy, (self._ttl, self._lease) = policy, idempotency
         self._holds = LegalHolds(blobs, clock)
         self._page_size, self._max_seconds = page_size, max_seconds
@@ -151,6 +155,7 @@ class RetentionService:
                 report.count(item.kind, "would_delete")
                 if len(report.would_delete) < LISTED_MAX:
                     report.would_delete.append(item.info.name)
+            self._expire_documents(items, now, report)
             return
         by_kind: dict[str, list[Item]] = defaultdict(list)
         for item in due:
@@ -160,6 +165,28 @@ class RetentionService:
         self._delete_idempotency(by_kind["idempotency"], now, report)
         for item in by_kind["snapshots"] + by_kind["replays"]:
             self._delete(item, report)
+        self._expire_documents(items, now, report)
+
+    def _expire_documents(self, items: list[BlobInfo], now: datetime, report: SweepReport) -> None:
+        """Short-lived documents past their ``expires_at`` (:mod:`memnet.services.expiry`),
+        unless a hold keeps the user's documents or a forget is emptying the user."""
+        if self._expiry is None:
+            return
+        holds: dict[str, dict[str, Any]] = {}
+        for info in items:
+            ref = document_ref(info.name)
+            stored = None if ref is None else self._expiry.due(info, now)
+            if ref is None or stored is None:
+                continue
+            kept = self._kept_because(Item(info, ref.tenant_id, ref.user_id, "documents"), holds)
+            if kept is not None:
+                report.count("documents", kept)
+            elif report.dry_run:
+                report.count("documents", "would_delete")
+                if len(report.would_delete) < LISTED_MAX:
+                    report.would_delete.append(info.name)
+            elif self._expiry.expire(ref, stored, JOB):
+                report.count("documents", "deleted")
 
     def _due(self, items: list[BlobInfo], now: datetime, report: SweepReport) -> list[Item]:
         """The page's expired items; held ones are counted as kept. Holds are read once

@@ -66,22 +66,38 @@ class DocumentsApi(ClientBase):
         return self._send(Call("GET", url, _history, params={k: str(v) for k, v in params.items()}))
 
     def list_documents(
-        self, namespace: str, *, limit: int | None = None, continuation: str | None = None
+        self,
+        namespace: str,
+        *,
+        limit: int | None = None,
+        continuation: str | None = None,
+        lookup: tuple[str, str] | None = None,
     ) -> DocumentList:
         """One page of the namespace's documents, in path order (``limit`` 1-100, the
-        server's default 50); ``continuation=page.continuation`` for the next page."""
-        params = {**self._profile_params(), **drop_none(limit=limit, continuation=continuation)}
+        server's default 50); ``continuation=page.continuation`` for the next page.
+        ``lookup=(name, value)``: only documents holding ``value`` at the lookup field
+        ``name`` their binding declares (a page may then be short, even empty, and still
+        continue)."""
+        found = {} if lookup is None else {"lookup": lookup[0], "value": lookup[1]}
+        params = {
+            **self._profile_params(),
+            **drop_none(limit=limit, continuation=continuation),
+            **found,
+        }
         url = f"{user_path(*self._scope())}/documents/{segment(namespace)}/"
         query = {k: str(v) for k, v in params.items()}
         return self._send(Call("GET", url, _document_list, params=query))
 
     def iter_documents(
-        self, namespace: str, *, limit: int | None = None
+        self, namespace: str, *, limit: int | None = None, lookup: tuple[str, str] | None = None
     ) -> Iterator[ListedDocument]:
-        """Every document of the namespace, following continuations page by page."""
+        """Every document of the namespace (matching ``lookup``, if given), following
+        continuations page by page."""
         continuation: str | None = None
         while True:
-            page = self.list_documents(namespace, limit=limit, continuation=continuation)
+            page = self.list_documents(
+                namespace, limit=limit, continuation=continuation, lookup=lookup
+            )
             yield from page.documents
             if page.continuation is None:
                 return

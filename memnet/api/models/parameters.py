@@ -41,6 +41,15 @@ _QUERY: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,2048}$"},
         "description": "The continuation of the previous page.",
     },
+    "lookup": {
+        "schema": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"},
+        "description": "A lookup field the namespace's bindings declare (lookup_fields); "
+        "with value: only documents holding value there. Send both or neither.",
+    },
+    "value": {
+        "schema": {"type": "string", "minLength": 1, "maxLength": 1024},
+        "description": "What the lookup field must equal (or, an array, contain).",
+    },
 }
 _REQUEST_HEADERS: dict[str, dict[str, Any]] = {
     "Idempotency-Key": {

@@ -66,6 +66,11 @@ class Envelope(Open):
 
     doc_id: str
     content: dict[str, Any]
+    expires_at: str | None = Field(
+        None,
+        description="A short-lived document's expiry: its binding's ttl_seconds after "
+        "its last write; from then on it reads as absent.",
+    )
 
 
 class DocumentRead(Closed):
@@ -80,12 +85,25 @@ class RedirectedOp(Open):
     reason: str
 
 
+class Upserted(Closed):
+    """What an append into a section with an item identity became."""
+
+    op_index: int
+    result: Literal["added", "replaced", "unchanged"]
+    path: str
+
+
 class DocumentWrite(Closed):
     """``document`` is absent for a caller without the ``read`` role."""
 
     etag: str
     document: Envelope | None = None
     redirected_ops: list[RedirectedOp] | None = None
+    upserts: list[Upserted] | None = Field(
+        None,
+        description="Appends into a section with an item identity (profile "
+        "item_identity): added, or replaced/unchanged where the section held the item.",
+    )
     unchanged: bool | None = None
     rebased_from: str | None = None
 

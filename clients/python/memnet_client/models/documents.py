@@ -22,6 +22,7 @@ class Document:
     schema_version: str | None
     updated_at: str | None
     updated_by: str | None
+    expires_at: str | None  # a short-lived document's expiry, else None
     envelope: JsonObject = field(repr=False)
     raw: JsonObject = field(repr=False)
 
@@ -36,6 +37,7 @@ class Document:
             schema_version=None if version is None else str(version),
             updated_at=text(envelope, "updated_at"),
             updated_by=text(envelope, "updated_by"),
+            expires_at=text(envelope, "expires_at"),
             envelope=envelope,
             raw=raw,
         )
