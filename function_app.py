@@ -8,7 +8,16 @@ from urllib.parse import urlsplit
 
 import azure.functions as func
 
-from memnet.api import context, documents, events, governance, health, openapi, snapshots
+from memnet.api import (
+    context,
+    documents,
+    events,
+    governance,
+    health,
+    openapi,
+    proposals,
+    snapshots,
+)
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.workers import (
     handle_compaction_job,
@@ -196,6 +205,18 @@ def forget_conversation(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route=USER_ROUTE + "/forget/conversations/{conversation_id}", methods=["GET"])
 def forget_conversation_status(req: func.HttpRequest) -> func.HttpResponse:
     return _call(governance.forget_conversation_status, req)
+
+
+@app.route(route=USER_ROUTE + "/proposals", methods=["GET"])
+def list_proposals(req: func.HttpRequest) -> func.HttpResponse:
+    """The user's proposal queue: each pending item of the profile's pending sections."""
+    return _call(proposals.list_proposals, req)
+
+
+@app.route(route=USER_ROUTE + "/proposals/{proposal_id}/{decision}", methods=["POST"])
+def review_proposal(req: func.HttpRequest) -> func.HttpResponse:
+    """Approve, edit or reject one proposal (roles review or admin)."""
+    return _call(proposals.review_proposal, req)
 
 
 @app.route(route="v1/tenants/{tenant_id}/receipts/{receipt_id}", methods=["GET"])

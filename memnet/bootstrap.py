@@ -39,6 +39,7 @@ from memnet.services.forget_ledger import JobSettings
 from memnet.services.holds import LegalHolds
 from memnet.services.idempotency import IdempotencyStore
 from memnet.services.listing import DocumentListing
+from memnet.services.proposal_review import ProposalReview
 from memnet.services.quotas import QuotaLimits, Quotas
 from memnet.services.registry import ProfileRegistry, SchemaKey, load_registry
 from memnet.services.replay import ReplayService
@@ -70,6 +71,7 @@ class Services:
     compaction: CompactionService
     quotas: Quotas
     listing: DocumentListing
+    proposals: ProposalReview
 
 
 def build(
@@ -131,6 +133,7 @@ def build(
     )
     holds = LegalHolds(blobs, clock)
     quotas = Quotas(blobs, clock, quota_limits(settings))
+    listing = DocumentListing(blobs, registry, clock)
     forget = ForgetService(
         blobs,
         index,
@@ -172,7 +175,8 @@ def build(
             settings.job_max_seconds,
         ),
         quotas=quotas,
-        listing=DocumentListing(blobs, registry, clock),
+        listing=listing,
+        proposals=ProposalReview(documents, listing, registry, audit, clock),
     )
 
 

@@ -37,8 +37,8 @@ def caller_of(request: ApiRequest, *, write: bool | None = None, metered: bool =
     return caller
 
 
-_WRITE_ROLES = frozenset({"write", "admin", "forget"})
-_READ_ROLES = frozenset({"read", "admin", "forget", "snapshots", "debug"})
+_WRITE_ROLES = frozenset({"write", "admin", "forget", "review"})
+_READ_ROLES = frozenset({"read", "admin", "forget", "snapshots", "debug", "review"})
 
 
 def _may_spend(caller: Caller, tenant_id: str | None, user_id: str | None, write: bool) -> bool:

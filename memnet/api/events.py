@@ -9,7 +9,9 @@ from memnet.api.endpoint import endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import ReindexBody, SearchBody
+from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
+from memnet.domain.ranking import Ranking
 from memnet.ports import EventQuery
 
 
@@ -47,7 +49,30 @@ def search_events(request: ApiRequest, request_id: str) -> ApiResponse:
     tenant_id, user_id = _scope(request)
     query = _query(tenant_id, user_id, body)
     half_life = body.recency_half_life_days
-    return ApiResponse.json(200, services.events.search(caller, query, half_life))
+    ranking = _ranking(caller, body)
+    return ApiResponse.json(200, services.events.search(caller, query, half_life, ranking))
+
+
+def _ranking(caller: Caller, body: SearchBody) -> Ranking | None:
+    """The request's ``ranking``; else, unless the request asks for the plain recency
+    decay, its profile's ``search_rules.ranking`` (the named profile, or the caller's
+    only one); else none (the index's order)."""
+    if body.ranking is not None:
+        if body.recency_half_life_days is not None:
+            raise _bad_ranking("send ranking or recency_half_life_days, not both.")
+        if body.ranking.relevance + body.ranking.importance + body.ranking.recency <= 0:
+            raise _bad_ranking("at least one ranking weight must be above 0.")
+        return Ranking.of(body.ranking.model_dump())
+    if body.recency_half_life_days is not None:
+        return None
+    registry = bootstrap.services().registry
+    if body.profile_id is None and caller.default_profile(registry.profile_ids()) is None:
+        return None  # several profiles and none named: no profile's defaults apply
+    return registry.for_caller(caller, body.profile_id).ranking
+
+
+def _bad_ranking(message: str) -> BadRequest:
+    return BadRequest(message, code="INVALID_FIELD", field="ranking", location=["body", "ranking"])
 
 
 @endpoint

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from memnet.domain.errors import Forbidden
 
-ROLES = frozenset({"read", "write", "admin", "debug", "forget", "snapshots"})
+ROLES = frozenset({"read", "write", "admin", "debug", "forget", "snapshots", "review"})
 ANY = "*"
 
 

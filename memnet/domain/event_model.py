@@ -31,6 +31,7 @@ FIELDS = frozenset(
         "project_ids",
         "snapshot_uri",
         "evidence",
+        "importance",
     }
 )
 MAX_DIGEST_CHARS = 4000
@@ -88,7 +89,18 @@ def _checked(
         "project_ids": _project_ids(body.get("project_ids", [])),
         "snapshot_uri": _snapshot_uri(body.get("snapshot_uri"), tenant_id, user_id),
         "evidence": _evidence(body.get("evidence")),
+        **_importance(body.get("importance")),
     }
+
+
+def _importance(value: Any) -> dict[str, float]:
+    """``{"importance": x}`` for a number 0 to 1 (ranking, docs/api.md), ``{}`` for
+    none: events written before it existed have no such member either."""
+    if value is None:
+        return {}
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise _bad("importance", "must be a number from 0 to 1")
+    return {"importance": float(value)}
 
 
 def _bad(field: str, message: str) -> BadRequest:

@@ -42,6 +42,7 @@ class WriteIntent:
     timestamp: str
     confidence: float | None = None
     evidence: Any = None
+    reviewer: bool = False  # holds the review or admin role (proposal_rules.review_required)
 
 
 @dataclass
@@ -262,11 +263,14 @@ DENIED = "this field is denylisted by the profile."
 _SHORTFALL = {
     "confidence_below_threshold": "durable sections need confidence at or above the threshold.",
     "evidence_required": "durable sections need an evidence pointer.",
+    "review_required": "durable sections of this profile are written by review only.",
 }
 
 
 def _durable_shortfall(profile: Profile, intent: WriteIntent) -> str | None:
     rules = profile.confidence
+    if profile.proposals.review_required and not intent.reviewer:
+        return "review_required"
     if intent.confidence is None or intent.confidence < rules.min_durable:
         return "confidence_below_threshold"
     if rules.require_evidence and not intent.evidence:

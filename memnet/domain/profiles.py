@@ -20,6 +20,7 @@ from memnet.domain.pointers import Segments
 if TYPE_CHECKING:  # imported when a profile is built: they use the envelope, which uses us
     from memnet.domain.compaction import CompactionRules
     from memnet.domain.freshness import FreshnessRules
+    from memnet.domain.ranking import Ranking
     from memnet.domain.upsert import IdentityRule
 
 DEFAULT_MAX_OPS = 50
@@ -96,6 +97,15 @@ class ConfidenceRules:
 
 
 @dataclass(frozen=True)
+class ProposalRules:
+    """How proposals in pending sections are reviewed (docs/proposals.md)."""
+
+    ttl_seconds: int | None = None
+    self_approval: bool = False
+    review_required: bool = False  # durable sections: written by reviewers only
+
+
+@dataclass(frozen=True)
 class RoutingRules:
     """Where the routing index lives and how confident routing must be (spec 11)."""
 
@@ -150,6 +160,8 @@ class Profile:
     replay: ReplayRules = ReplayRules()
     compaction: Mapping[str, CompactionRules] = field(default_factory=dict)
     freshness: FreshnessRules | None = None
+    proposals: ProposalRules = ProposalRules()
+    ranking: Ranking | None = None  # search_rules.ranking: the search blend by default
 
     def binding(self, binding_id: str) -> Binding | None:
         return next((b for b in self.bindings if b.binding_id == binding_id), None)
@@ -181,7 +193,15 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
             b: compaction.parse_rules(r) for b, r in raw.get("compaction_rules", {}).items()
         },
         freshness=_build_freshness(raw),
+        proposals=ProposalRules(**raw.get("proposal_rules", {})),
+        ranking=_build_ranking(raw.get("search_rules", {}).get("ranking")),
     )
+
+
+def _build_ranking(raw: Mapping[str, Any] | None) -> Ranking | None:
+    from memnet.domain.ranking import Ranking
+
+    return None if raw is None else Ranking.of(raw)
 
 
 def _build_freshness(raw: Mapping[str, Any]) -> FreshnessRules | None:

@@ -5,13 +5,20 @@ lets ops write, and the denylist holds inside its candidate, at the target."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
+import re
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 from memnet.domain import pointers
 from memnet.domain.envelope import CONTENT, canonical
+from memnet.domain.errors import BadRequest
 from memnet.domain.pointers import Segments
+from memnet.domain.timestamps import parse_timestamp
 
 NOT_WRITABLE = "a pending item's target_path must be a path this binding lets ops write."
 
@@ -66,3 +73,44 @@ def denied_members(
     for inner in pointers.walk(item.get("candidate")):
         if any(pointers.matches_pattern((*target, *inner), p) for p in patterns):
             yield pointers.render((*base, *inner))
+
+
+# -- review (issue 15, capability 4; docs/proposals.md) --------------------------------------
+
+PROPOSAL_ID = re.compile(r"p([A-Za-z0-9_-]{1,800})\.([0-9a-f]{20})")
+STATUSES = ("pending", "approved", "rejected", "expired", "edited")  # docs/proposals.md
+
+
+def proposal_id(namespace: str, path: str, item: Any) -> str:
+    """A pending item's id: its document's address (base64url, so the id alone finds
+    the document) and a hash of the item, so the id is stable while the item is
+    unchanged and names nothing else. Identical items of one section share it."""
+    where = base64.urlsafe_b64encode(f"{namespace}/{path}".encode()).decode().rstrip("=")
+    return f"p{where}.{hashlib.sha256(canonical(item)).hexdigest()[:20]}"
+
+
+def parse_proposal_id(value: str) -> tuple[str, str] | None:
+    """The ``(namespace, path)`` a proposal id names, or None if it is not one."""
+    found = PROPOSAL_ID.fullmatch(value)
+    if found is None:
+        return None
+    encoded = found.group(1)
+    try:
+        where = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    namespace, _, path = where.partition("/")
+    return (namespace, path) if namespace and path else None
+
+
+def expires_at(item: Any, ttl: timedelta | None) -> datetime | None:
+    """When a pending item expires: its ``proposed_at`` plus the profile's TTL; None
+    without a TTL. An item without a readable ``proposed_at`` never expires (it cannot
+    be told apart from a fresh one)."""
+    proposed = item.get("proposed_at") if isinstance(item, dict) else None
+    if ttl is None or not isinstance(proposed, str):
+        return None
+    try:
+        return parse_timestamp(proposed, "proposed_at") + ttl
+    except BadRequest:
+        return None

@@ -76,18 +76,26 @@ def plan(
     """``ops`` with each deduplicated append turned into a replace, and what each append
     into an identity section became (``op_index``, ``result``, ``path``). A ``copy`` that
     makes the scratch document larger than ``max_chars`` ends the planning: the real
-    apply refuses it, and doubling a document 50 times must not happen here first."""
+    apply refuses it, and doubling a document 50 times must not happen here first.
+
+    Each section's identities are computed once (:class:`_Identities`) and kept up to
+    date by the appends planned here; another op that writes in or above the section
+    makes them computed again at the next append, so a patch costs ops plus items, not
+    their product, unless it interleaves other writes to the section with appends."""
     if not rules or not any(_section_of(rules, op) is not None for op in ops):
         return ops, []
     scratch: Any = apply_ops({CONTENT: content}, [])  # one copy, changed in place below
+    known: dict[Segments, _Identities] = {}
     planned: list[Op] = []
     report: list[dict[str, Any]] = []
     for position, op in enumerate(ops):
         section = _section_of(rules, op)
         if section is not None:
-            op, outcome = _upsert(rules[section], section, scratch, op)
+            op, outcome = _upsert(rules[section], section, scratch, op, known)
             if outcome is not None:
                 report.append(outcome)
+        else:
+            _forget_touched(known, op)
         planned.append(op)
         try:
             scratch = apply_in_place(scratch, op)
@@ -98,6 +106,18 @@ def plan(
     return planned, report
 
 
+class _Identities:
+    """A section's item identities: the first index holding each, and the count."""
+
+    def __init__(self, rule: IdentityRule, items: list[Any]) -> None:
+        self.first: dict[str, int] = {}
+        for index, item in enumerate(items):
+            identity = rule.identity(item)
+            if identity is not None:
+                self.first.setdefault(identity, index)
+        self.count = len(items)
+
+
 def _section_of(rules: Mapping[Segments, IdentityRule], op: Op) -> Segments | None:
     if op.op != "add" or op.segments[:1] != (CONTENT,) or op.segments[-1:] != ("-",):
         return None
@@ -105,8 +125,22 @@ def _section_of(rules: Mapping[Segments, IdentityRule], op: Op) -> Segments | No
     return section if section in rules else None
 
 
+def _forget_touched(known: dict[Segments, _Identities], op: Op) -> None:
+    """Drop what ``op`` may change: sections it writes in, above or from."""
+    if not op.writes():
+        return
+    written = [op.segments[1:], *([op.from_segments[1:]] if op.from_segments else [])]
+    for section in list(known):
+        if any(s[: len(section)] == section or section[: len(s)] == s for s in written):
+            del known[section]
+
+
 def _upsert(
-    rule: IdentityRule, section: Segments, scratch: Any, op: Op
+    rule: IdentityRule,
+    section: Segments,
+    scratch: Any,
+    op: Op,
+    known: dict[Segments, _Identities],
 ) -> tuple[Op, dict[str, Any] | None]:
     try:
         items = pointers.resolve(scratch, (CONTENT, *section))
@@ -114,9 +148,14 @@ def _upsert(
         return op, None
     identity = rule.identity(op.value)
     if not isinstance(items, list) or identity is None:
+        known.pop(section, None)  # a plain append: the count moves
         return op, None
-    found = next((i for i, item in enumerate(items) if rule.identity(item) == identity), None)
+    if section not in known or known[section].count != len(items):
+        known[section] = _Identities(rule, items)
+    ids = known[section]
+    found = ids.first.get(identity)
     if found is None:
+        ids.first[identity], ids.count = len(items), len(items) + 1
         path = pointers.render((CONTENT, *section, str(len(items))))
         return op, {"op_index": op.index, "result": "added", "path": path}
     segments = (CONTENT, *section, str(found))

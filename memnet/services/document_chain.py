@@ -42,7 +42,7 @@ class DocumentChain:
         head: str | None = current.document.get("change_id")
         etag: str | None = current.etag
         if before is not None:
-            head, etag = self._cursor(ref, before)
+            head, etag = self._cursor(ref, current, before)
         entries = self._audit.history(ref, head, etag, limit + 1)
         page: dict[str, Any] = {"etag": current.etag, "changes": entries[:limit]}
         page["next_before"] = entries[limit - 1]["change_id"] if len(entries) > limit else None
@@ -51,9 +51,19 @@ class DocumentChain:
             page["truncated"] = True  # older changes were removed by retention
         return page
 
-    def _cursor(self, ref: DocumentRef, before: str) -> tuple[str | None, str | None]:
+    def _cursor(
+        self, ref: DocumentRef, current: StoredDocument, before: str
+    ) -> tuple[str | None, str | None]:
+        """Where the page before ``before`` starts. A change minted before the document
+        was created is another document's that once had this path (an expired one a
+        create replaced): its history is not this document's."""
         record = self._audit.read(ref.tenant_id, ref.user_id, before)
-        if record is None or (record["namespace"], record["path"]) != (ref.namespace, ref.path):
+        created = current.document.get("created_at")
+        if (
+            record is None
+            or (record["namespace"], record["path"]) != (ref.namespace, ref.path)
+            or (isinstance(created, str) and record.get("timestamp", "") < created)
+        ):
             raise BadRequest(
                 "before names no change of this document.", code="INVALID_QUERY", field="before"
             )

@@ -21,7 +21,7 @@ from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import EXPIRES_AT, serialise
 from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
-from memnet.domain.expiry import expires_at
+from memnet.domain.expiry import expired, expires_at
 from memnet.domain.layout import DocumentRef
 from memnet.domain.policy import (
     WriteIntent,
@@ -159,7 +159,7 @@ class DocumentService:
             lambda change_id: self.committed_response(ref, change_id),
         )
         if isinstance(outcome, Replay):
-            return {**outcome.response, "replayed": True}
+            return self._unexpired({**outcome.response, "replayed": True})
         try:
             response = execute(outcome)
         except OutcomeUnknown as unknown:
@@ -168,6 +168,14 @@ class DocumentService:
             self._idempotency.release(outcome)  # nothing reached the document
             raise
         self._idempotency.complete(outcome, response)
+        return self._unexpired(response)
+
+    def _unexpired(self, response: Response) -> Response:
+        """``response`` without its document if that has expired since: a repeated
+        request must not show what a GET no longer does."""
+        document = response.get("body", {}).get("document")
+        if isinstance(document, dict) and expired(document, self._clock.now()):
+            return {**response, "body": {**response["body"], "document": None}}
         return response
 
     def _settle(self, ref: DocumentRef, ticket: Ticket, unknown: OutcomeUnknown) -> Response:
@@ -229,7 +237,8 @@ class DocumentService:
         write: bool = True,
     ) -> Response:
         current, expired_etag = self._chain.checked_current(cmd, binding)
-        intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence)
+        reviewer = bool(caller.roles & REVIEWER_ROLES)
+        intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer)
         content = current.document.get("content") if current else None
         planned = plan_ops(profile, binding, cmd.ops, intent, content)
         raise_if_any(planned.violations)
@@ -316,7 +325,10 @@ class DocumentService:
             "request_id": cmd.request_id,
             "idempotency_key_sha256": key_hash(caller.caller_id, cmd.idempotency_key),
         }
-        if (expiry := expires_at(binding, now)) is not None:
+        expiry = expires_at(binding, now)
+        if current is not None and cmd.reason not in EXTENDS_EXPIRY:
+            expiry = current.document.get(EXPIRES_AT) if expiry is not None else None
+        if expiry is not None:
             record[EXPIRES_AT] = expiry  # the document's, after this change
         return record
 
@@ -346,10 +358,8 @@ class DocumentService:
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)
-        replaced = current.etag if current else expired_etag  # an expired one: replaced
-        condition = Condition.match(replaced) if replaced else Condition.create_only()
         try:
-            etag = self._blobs.write(ref.blob_name, text.encode(), condition)
+            etag = self._write(ref, text, current, expired_etag)
         except PreconditionFailed as exc:
             return self._lost_race(ref, record, exc)
         except StorageError as exc:
@@ -358,6 +368,23 @@ class DocumentService:
         ratio = len(text) / binding.max_chars  # what the binding's limit counts
         telemetry.size_utilisation(ratio, profile.profile_id, binding.binding_id)
         return write_response(record, etag, document)
+
+    def _write(
+        self, ref: DocumentRef, text: str, current: StoredDocument | None, expired_etag: str | None
+    ) -> str:
+        """Write the document under its precondition: the version read, or create-only;
+        a create over an expired document replaces it under its ETag, or creates if the
+        sweep deleted it meanwhile."""
+        if current is not None:
+            return self._blobs.write(ref.blob_name, text.encode(), Condition.match(current.etag))
+        if expired_etag is not None:
+            try:
+                return self._blobs.write(
+                    ref.blob_name, text.encode(), Condition.match(expired_etag)
+                )
+            except PreconditionFailed:
+                pass  # deleted by the sweep (or replaced by another create: refused below)
+        return self._blobs.write(ref.blob_name, text.encode(), Condition.create_only())
 
     def _committed(self, change: Committed) -> None:
         """Tell the hook; its failure is logged, never the write's (it has landed)."""
@@ -393,6 +420,10 @@ class DocumentService:
 
 
 REBASE_ATTEMPTS = 8
+# Writes that use a short-lived document and so move its expiry; a job's (compaction,
+# a freshness downgrade, a forget's retraction) keeps the one it found.
+EXTENDS_EXPIRY = frozenset({"live_update", "replay_update", "admin_migration", "proposal_review"})
+REVIEWER_ROLES = frozenset({"review", "admin"})  # write durable sections under review_required
 log = logging.getLogger("memnet.services.documents")
 
 

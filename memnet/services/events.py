@@ -21,6 +21,7 @@ from typing import Any
 from memnet.domain.callers import ANY, Caller
 from memnet.domain.errors import Conflict, Forbidden, NotFound
 from memnet.domain.event_model import parse_event
+from memnet.domain.ranking import Ranking, blend
 from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import (
     BlobNotFound,
@@ -173,20 +174,45 @@ class EventService:
     # -- search ---------------------------------------------------------------------
 
     def search(
-        self, caller: Caller, query: EventQuery, half_life_days: float | None = None
+        self,
+        caller: Caller,
+        query: EventQuery,
+        half_life_days: float | None = None,
+        ranking: Ranking | None = None,
     ) -> dict[str, Any]:
         """Ranked events with their pointers; ``half_life_days`` halves a hit's score for
-        every that many days of age (reranking the index's top 3 x top_k)."""
+        every that many days of age (reranking the index's top 3 x top_k); ``ranking``
+        blends relevance, importance and recency (:mod:`memnet.domain.ranking`) over the
+        index's top :func:`_candidates`, each event read once."""
         caller.require(query.tenant_id, "read")
         started = time.perf_counter()
-        wide = query if half_life_days is None else _widen(query)
-        hits = self._index.search(wide)
-        if half_life_days is not None:
-            hits = sorted(hits, key=lambda h: -h.score * self._decay(h.timestamp, half_life_days))
-        results = list(self._resolve(query, hits))[: query.top_k]
+        if ranking is not None:
+            results = self._blended(query, ranking)
+        else:
+            wide = query if half_life_days is None else _widen(query)
+            hits = self._index.search(wide)
+            if half_life_days is not None:
+                hits = sorted(
+                    hits, key=lambda h: -h.score * self._decay(h.timestamp, half_life_days)
+                )
+            results = list(self._resolve(query, hits))[: query.top_k]
         millis = (time.perf_counter() - started) * 1000
         telemetry.searched(bool(query.text.strip()), millis, len(results))  # ranked: has text
         return {"results": results, "count": len(results)}
+
+    def _blended(self, query: EventQuery, ranking: Ranking) -> list[dict[str, Any]]:
+        found = list(self._resolve(query, self._index.search(_candidates(query))))
+        scored = blend(
+            ranking,
+            [r["score"] for r in found],
+            [r["event"] for r in found],
+            self._clock.now(),
+        )
+        ranked = sorted(zip(found, scored, strict=True), key=lambda pair: -pair[1].score)
+        return [
+            {**result, "score": round(s.score, 6), "ranking": s.parts()}
+            for result, s in ranked[: query.top_k]
+        ]
 
     def _resolve(self, query: EventQuery, hits: list[Any]) -> Iterator[dict[str, Any]]:
         for hit in hits:
@@ -231,6 +257,15 @@ def _dump(record: dict[str, Any]) -> bytes:
 
 def _widen(query: EventQuery) -> EventQuery:
     return replace(query, top_k=min(query.top_k * 3, 300))
+
+
+MAX_CANDIDATES = 100  # events read to blend one search: each is a blob read
+
+
+def _candidates(query: EventQuery) -> EventQuery:
+    """The index's top 3 x top_k, at most :data:`MAX_CANDIDATES` (and never fewer than
+    top_k): an important or recent event can rise from below the top_k by relevance."""
+    return replace(query, top_k=max(query.top_k, min(query.top_k * 3, MAX_CANDIDATES)))
 
 
 def _require_scope(caller: Caller, tenant_id: str | None) -> None:

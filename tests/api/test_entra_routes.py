@@ -31,6 +31,8 @@ VALUES = {
     "patch_index": "0",
     "action": "accept",
     "receipt_id": "rcpt_1",
+    "proposal_id": "pdXNlci91c2VyX2R5bmFtaWMuanNvbg.015abd7f5cc57a2dd94b",
+    "decision": "approve",
 }
 
 

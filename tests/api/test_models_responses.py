@@ -149,6 +149,32 @@ def _governance(agent: Checked, services: Services) -> None:
     assert privacy.request("GET", status["receipt_url"]).status == 200
 
 
+def _proposals(agent: Checked) -> None:
+    admin = agent.as_key(ADMIN_KEY)
+    fact = {
+        "fact": "Lives in Porto",
+        "confidence": 0.5,
+        "evidence": {"message_ids": ["m1"]},
+        "last_verified_at": "2026-11-24T10:00:00Z",
+    }
+    ops = [{"op": "add", "path": "/content/durable_facts/-", "value": fact}]
+    body = {"ops": ops, "confidence": 0.5, "evidence": {"message_ids": ["m1"]}}
+    current = agent.request("GET", doc_url()).headers["etag"]
+    redirected = agent.request(
+        "PATCH", doc_url(), body, headers={"If-Match": current, "Idempotency-Key": "p1"}
+    )
+    assert redirected.status == 200, redirected.data
+    queue = agent.request("GET", USER + "/proposals")
+    assert queue.status == 200 and len(queue.data["proposals"]) == 1, queue.data
+    proposal = queue.data["proposals"][0]["proposal_id"]
+    url = f"{USER}/proposals/{proposal}"
+    assert agent.request("POST", url + "/approve").status == 403  # no review role
+    assert admin.request("POST", url + "/approve").status == 200
+    assert admin.request("POST", url + "/approve").status == 200  # replayed
+    assert admin.request("POST", url + "/reject").status == 409
+    assert admin.request("POST", url + "/promote").status == 400
+
+
 def test_every_route_answers_as_its_openapi_operation_says(agent: Checked, services: Services):
     assert agent.as_key(None).request("GET", "/v1/health").status == 200
     assert agent.as_key(None).request("GET", "/v1/openapi.json").status == 200
@@ -156,6 +182,7 @@ def test_every_route_answers_as_its_openapi_operation_says(agent: Checked, servi
     _documents(agent)
     _context_and_events(agent)
     _snapshots(agent)
+    _proposals(agent)
     _governance(agent, services)
     every = {operation["operationId"] for operation in OPERATIONS.values()}
     assert agent.seen == every

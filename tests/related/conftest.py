@@ -34,6 +34,7 @@ def related(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
         profiles_dir=RELATED / "profiles",
         callers_file=RELATED / "callers.dev.json",
         sweep_page_size=3,
+        idempotency_ttl_seconds=3 * 86400,  # outlives a day-long TTL: replays of expired writes
     )
     clock = MovableClock()
     services = bootstrap.build(settings, clock=clock)
@@ -48,3 +49,26 @@ def soorma(request: pytest.FixtureRequest, related: World) -> ApiClient:
     if request.param == "direct":
         return DirectClient(SOORMA_KEY)
     return HttpClient(request.getfixturevalue("http_server"), SOORMA_KEY)
+
+
+A2P_AGENT_KEY, A2P_USER_KEY = "a2p-agent-key", "a2p-user-key"
+
+
+@pytest.fixture(params=["direct", "http"])
+def a2p(request: pytest.FixtureRequest, related: World) -> ApiClient:
+    """a2p-v1's agent (read, write), through each transport; ``as_key(A2P_USER_KEY)``
+    is the user's own app (read, write, review)."""
+    if request.param == "direct":
+        return DirectClient(A2P_AGENT_KEY)
+    return HttpClient(request.getfixturevalue("http_server"), A2P_AGENT_KEY)
+
+
+MOSAIC_KEY = "mosaic-agent-key"
+
+
+@pytest.fixture(params=["direct", "http"])
+def mosaic(request: pytest.FixtureRequest, related: World) -> ApiClient:
+    """mosaic-v1's agent (read, write), through each transport."""
+    if request.param == "direct":
+        return DirectClient(MOSAIC_KEY)
+    return HttpClient(request.getfixturevalue("http_server"), MOSAIC_KEY)

@@ -5,10 +5,17 @@ and both transports."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
-from memnet.domain.layout import governance_prefix, user_prefix
+import pytest
+
+from memnet.domain.callers import Caller
+from memnet.domain.document_model import Precondition, WriteCommand
+from memnet.domain.layout import DocumentRef, governance_prefix, user_prefix
+from memnet.domain.patching import parse_ops
+from memnet.services.document_chain import DocumentChain
 from tests.api.forgetting import drain_forget
 from tests.clients import ApiClient, Reply
 from tests.related.conftest import ADMIN_KEY, PRIVACY_KEY, World
@@ -215,3 +222,65 @@ def test_forgetting_a_conversation_deletes_expired_documents_it_passes(
         for name in related.services.blobs.list_names(governance_prefix("t1") + "log/")
     ]
     assert ("document_expired", "memnet-forget") in [(e["action"], e["actor"]) for e in logged]
+
+
+def test_history_does_not_reach_into_the_expired_documents_changes(
+    soorma: ApiClient, related: World
+):
+    old = set_state(soorma, "plan-1", "old", "secret plan")
+    related.clock.advance(DAY)
+    assert set_state(soorma, "plan-1", "new", "fresh").status == 201
+    old_change = old.data["document"]["change_id"]
+    url = f"{USER}/documents/working/plan-1.json:history?before={old_change}"
+    reply = soorma.request("GET", url)
+    assert (reply.status, reply.error_code) == (400, "INVALID_QUERY")
+
+
+def test_a_repeated_request_does_not_show_an_expired_document(soorma: ApiClient, related: World):
+    first = set_state(soorma, "plan-1", "k", "secret")
+    related.clock.advance(DAY)
+    again = set_state(soorma, "plan-1", "k", "secret")  # same key: the stored response
+    assert again.status == 201 and again.headers.get("idempotent-replayed", "true")
+    assert again.data["document"] is None and again.data["etag"] == first.data["etag"]
+
+
+def test_a_create_racing_the_sweep_still_creates(
+    soorma: ApiClient, related: World, monkeypatch: pytest.MonkeyPatch
+):
+    set_state(soorma, "plan-1", "k", 1)
+    related.clock.advance(DAY)
+    original = DocumentChain.checked_current
+
+    def swept_meanwhile(self: DocumentChain, cmd: Any, binding: Any) -> Any:
+        found = original(self, cmd, binding)
+        with contextlib.suppress(Exception):
+            related.services.blobs.delete(cmd.ref.blob_name)
+        return found
+
+    monkeypatch.setattr(DocumentChain, "checked_current", swept_meanwhile)
+    made = set_state(soorma, "plan-1", "k2", 2)
+    assert made.status == 201, made.data
+    assert made.data["document"]["content"]["state"] == {"k2": 2}
+
+
+def test_a_jobs_write_keeps_the_expiry_it_found(soorma: ApiClient, related: World):
+    made = set_state(soorma, "plan-1", "k", 1)
+    related.clock.advance(3600)
+    ref = DocumentRef("t1", "u1", "working", "plan-1.json")
+    command = WriteCommand(
+        ref=ref,
+        profile_id="soorma-coala-v1",
+        binding_id=None,
+        precondition=Precondition(if_match=made.data["etag"]),
+        idempotency_key="job-1",
+        fingerprint="f",
+        reason="forget_conversation",
+        request_id="job",
+        confidence=1.0,
+        ops=parse_ops([{"op": "remove", "path": "/content/state/k"}]),
+    )
+    caller = Caller(
+        "memnet-forget", frozenset({"t1"}), frozenset({"*"}), frozenset({"read", "write"})
+    )
+    written = related.services.documents.patch(caller, command)
+    assert written["body"]["document"]["expires_at"] == made.data["document"]["expires_at"]

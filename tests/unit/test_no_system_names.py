@@ -13,8 +13,9 @@ from tests.conftest import REPO
 
 SYSTEMS = re.compile(r"soorma|coala|\ba2p\b|mosaic", re.IGNORECASE)
 # Member names the core uses in its own records (a job's status and state, an event's
-# metadata), which a related profile happens to use for a section too.
-CORE_WORDS = frozenset({"status", "state", "metadata"})
+# metadata) and its own API resource (the proposal queue, GET …/proposals), which a
+# related profile happens to use for a section too.
+CORE_WORDS = frozenset({"status", "state", "metadata", "proposals"})
 
 
 def _code() -> Iterator[tuple[Path, str]]:

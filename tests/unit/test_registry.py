@@ -86,3 +86,43 @@ def test_profile_id_must_match_file_name(profiles: Path):
     with pytest.raises(ConfigError) as caught:
         load_registry(profiles)
     assert caught.value.field == "/profile_id"
+
+
+def test_the_related_system_profiles_load():
+    registry = load_registry(PROFILES.parent / "related" / "profiles")
+    assert "soorma-coala-v1" in registry.profile_ids() and "a2p-v1" in registry.profile_ids()
+
+
+def test_an_identity_section_must_be_writable_as_a_whole(profiles: Path):
+    def append_only(raw):  # type: ignore[no-untyped-def]
+        raw["writable_path_rules"]["project_doc"] = ["/summary", "/recent_notes/-"]
+        raw["document_bindings"][2]["item_identity"] = {"/recent_notes": {"key": "id"}}
+
+    edit(profiles, append_only)
+    with pytest.raises(ConfigError, match="not writable as a whole") as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/document_bindings/2/item_identity"
+
+
+def test_the_routing_index_cannot_be_short_lived(profiles: Path):
+    edit(profiles, lambda raw: raw["document_bindings"][1].update(ttl_seconds=3600))
+    with pytest.raises(ConfigError, match="no ttl_seconds") as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/context_rules/routing/index_binding"
+
+
+def test_bad_short_lived_and_lookup_members_are_refused(profiles: Path):
+    for change, field in (
+        (lambda raw: raw["document_bindings"][2].update(ttl_seconds=59), "ttl_seconds"),
+        (
+            lambda raw: raw["document_bindings"][2].update(lookup_fields={"Bad": "/x"}),
+            "lookup_fields",
+        ),
+        (lambda raw: raw["document_bindings"][2].update(item_identity={"/x": {}}), "item_identity"),
+    ):
+        fresh = profiles.parent / f"case-{field}"
+        shutil.copytree(profiles, fresh)
+        edit(fresh, change)
+        with pytest.raises(ConfigError) as caught:
+            load_registry(fresh)
+        assert caught.value.field.startswith("/document_bindings/2"), caught.value

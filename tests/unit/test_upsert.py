@@ -111,3 +111,33 @@ def test_identity_of_non_objects_and_missing_members_is_none():
     assert IdentityRule(key="id").identity({"other": 1}) is None
     assert IdentityRule(content_fields=("text",)).identity({"text": 5}) is None
     assert IdentityRule(content_fields=()).identity("   ") is None
+
+
+def test_a_patch_computes_each_items_identity_once(monkeypatch: Any):
+    calls = {"n": 0}
+    original = IdentityRule.identity
+
+    def counted(self: IdentityRule, item: Any) -> str | None:
+        calls["n"] += 1
+        return original(self, item)
+
+    monkeypatch.setattr(IdentityRule, "identity", counted)
+    content = {"facts": [{"text": f"fact {i}"} for i in range(2000)]}
+    ops = [append("facts", {"text": f"fact {i * 40}"}) for i in range(50)]
+    _, report = plan(BY_TEXT, content, parse_ops(ops), 10_000_000)
+    assert [r["result"] for r in report] == ["unchanged"] * 50
+    assert calls["n"] <= 2000 + 50
+
+
+def test_another_write_to_the_section_is_seen_by_the_next_append():
+    ops = [
+        append("facts", {"text": "a"}),
+        {"op": "remove", "path": "/content/facts/0"},
+        append("facts", {"text": "a"}),
+    ]
+    after, report = run(BY_TEXT, {"facts": [{"text": "z"}]}, ops)
+    assert after["facts"] == [{"text": "a"}]  # z removed, the second "a" found at its new place
+    assert [(r["result"], r["path"]) for r in report] == [
+        ("added", "/content/facts/1"),
+        ("unchanged", "/content/facts/0"),
+    ]

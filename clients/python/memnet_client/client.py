@@ -19,6 +19,7 @@ from memnet_client.documents import DocumentsApi
 from memnet_client.governance import GovernanceApi
 from memnet_client.memory import MemoryApi
 from memnet_client.models import JsonObject
+from memnet_client.proposals import ProposalsApi
 from memnet_client.replays import ReplaysApi
 from memnet_client.retries import RetryPolicy
 from memnet_client.session import Session
@@ -52,7 +53,7 @@ def _check_transport_security(base_url: str, allow_http: bool) -> None:
         )
 
 
-class MemnetClient(DocumentsApi, MemoryApi, ReplaysApi, GovernanceApi):
+class MemnetClient(DocumentsApi, MemoryApi, ReplaysApi, GovernanceApi, ProposalsApi):
     """A mem.net client.
 
     ``api_key`` or ``credential`` (an Azure ``TokenCredential`` such as

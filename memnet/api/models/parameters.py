@@ -25,6 +25,12 @@ _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "path": DOCUMENT_PATH,
     "patch_index": {"type": "string", "pattern": "^[0-9]{1,4}$"},
     "action": {"type": "string", "enum": ["retry", "discard"]},
+    "proposal_id": {
+        "type": "string",
+        "pattern": "^p[A-Za-z0-9_-]{1,800}\\.[0-9a-f]{20}$",
+        "description": "A proposal_id from the queue (GET …/proposals).",
+    },
+    "decision": {"type": "string", "enum": ["approve", "edit", "reject"]},
 }
 _QUERY: dict[str, dict[str, Any]] = {
     "profile_id": {"schema": IDENTIFIER, "description": "Default: the caller's only profile."},

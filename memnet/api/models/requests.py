@@ -181,6 +181,20 @@ Filter = Annotated[
 error locations)."""
 
 
+Weight = Annotated[float, Field(ge=0, le=1)]
+
+
+class RankingBody(Body):
+    """A blend of relevance, importance and recency (docs/api.md "Ranking"); at least
+    one weight above 0."""
+
+    relevance: Weight = 1.0
+    importance: Weight = 0.0
+    recency: Weight = 0.0
+    half_life_days: Annotated[float, Field(gt=0, le=3650)] = 30.0
+    default_importance: Weight = 0.5
+
+
 class SearchBody(Body):
     text: Annotated[StrictStr, Field(max_length=1000)] | None = None
     top_k: Annotated[StrictInt, Field(ge=1, le=100), INTEGRAL] = 10
@@ -196,6 +210,8 @@ class SearchBody(Body):
         | None
     ) = None
     recency_half_life_days: Annotated[float, Field(gt=0, le=3650)] | None = None
+    ranking: RankingBody | None = None
+    profile_id: Identifier | None = None
 
 
 class ReindexBody(Body):
@@ -209,6 +225,17 @@ class ReindexBody(Body):
     )
     tenant_id: Identifier | None = None
     user_id: Identifier | None = None
+
+
+# -- proposal review (issue 15) -------------------------------------------------------------
+
+
+class ReviewBody(Body):
+    """``edit`` needs ``candidate`` (written instead of the proposal's); approve and
+    reject take none and may send no body at all."""
+
+    candidate: Any = None
+    note: Annotated[StrictStr, Field(min_length=1, max_length=500)] | None = None
 
 
 # -- legal holds (spec 17) ------------------------------------------------------------------
@@ -280,6 +307,7 @@ class EventBody(Body):
     ] = Field([], max_length=32)
     project_ids: list[SegmentStr] = Field([], max_length=16)
     evidence: EventEvidence | None = None
+    importance: Annotated[float, Field(ge=0, le=1)] | None = None
 
 
 class Message(Body):

@@ -134,6 +134,36 @@ class DocumentList(Closed):
     continuation: str | None = Field(description="Pass as ?continuation= for the next page.")
 
 
+# -- proposals --------------------------------------------------------------------------------
+
+
+class QueuedProposal(Closed):
+    proposal_id: str
+    status: Literal["pending", "expired"]
+    namespace: str
+    path: str
+    binding_id: str
+    index: int = Field(description="Its place in the pending section, at etag.")
+    expires_at: str | None
+    etag: str = Field(description="The document's version the proposal was read from.")
+    item: dict[str, Any] = Field(description="The pending item: candidate, target_path, ...")
+
+
+class ProposalQueue(Closed):
+    proposals: list[QueuedProposal]
+    more: bool = Field(description="A namespace held more documents than were read.")
+
+
+class ProposalDecision(Open):
+    proposal_id: str
+    status: Literal["approved", "edited", "rejected"]
+    reviewed_by: str
+    reviewed_at: str
+    etag: str | None = None
+    document: Envelope | None = None
+    replayed: bool | None = None
+
+
 # -- context ----------------------------------------------------------------------------------
 
 
@@ -177,10 +207,19 @@ class EventWritten(Closed):
     indexed: bool
 
 
+class RankingParts(Closed):
+    relevance: float
+    importance: float
+    recency: float
+
+
 class SearchHit(Closed):
     event: EventRecord
     score: float
     pointers: dict[str, Any]
+    ranking: RankingParts | None = Field(
+        None, description="With a ranking blend: its parts, each 0-1; score is the blend."
+    )
 
 
 class SearchResults(Closed):

@@ -42,7 +42,11 @@ def _context(call: Invocation, scope: Scope) -> Any:
 
 def _events(call: Invocation, scope: Scope) -> Any:
     args = call.arguments
-    body = _present(text=text_arg(args, "query"), top_k=number_arg(args, "top_k", integer=True))
+    body = _present(
+        text=text_arg(args, "query"),
+        top_k=number_arg(args, "top_k", integer=True),
+        profile_id=text_arg(args, "profile_id"),  # its search_rules.ranking, if any
+    )
     search = ApiCall("POST", scope.path("events:search"), scope.params, body or {})
     return search.send(events.search_events, call.headers)
 

@@ -79,8 +79,11 @@ def _event(args: Mapping[str, Any], moment: str) -> dict[str, Any]:
     }
     keywords = texts_arg(args, "keywords")
     project = text_arg(args, "project_id")
+    importance = number_arg(args, "importance")
     if keywords is not None:
         body["keywords"] = keywords
+    if importance is not None:
+        body["importance"] = importance
     if project is not None:
         body["project_ids"] = [project]
     return body

@@ -65,6 +65,9 @@ REMEMBER = ToolSpec(
         ToolProperty("text", "string", "The digest: what happened or was said.", required=True),
         ToolProperty("source_type", "string", "Where it came from (default: mcp)."),
         ToolProperty("keywords", "string", "Keywords for search.", array=True),
+        ToolProperty(
+            "importance", "number", "How much the event matters, 0-1 (search can rank by it)."
+        ),
         PROJECT,
         ToolProperty(
             "idempotency_key",
@@ -89,7 +92,7 @@ REMEMBER = ToolSpec(
 RECALL = ToolSpec(
     "recall",
     "Read memory: the documents to inject for a conversation (context assembly) and the "
-    "event digests that match a query (event search).",
+    "event digests that match a query (event search, ranked as the profile says).",
     (
         TENANT,
         USER,

@@ -1,0 +1,316 @@
+"""Reviewing proposals (issue 15, capability 4; docs/proposals.md): the pending sections
+of a profile's documents are a queue a reviewer works through.
+
+A proposal is an item of a binding's pending section (``confidence_rules.
+pending_sections``), written by the confidence gate, the MCP ``remember`` tool or an
+agent: ``{candidate, target_path, op, confidence, evidence, proposed_at, proposed_by}``.
+Its id (:func:`memnet.domain.proposals.proposal_id`) names its document and hashes the
+item. A review is one audited document write, made through
+:meth:`~memnet.services.documents.DocumentService.patch` under the version the proposal
+was found in: ``approve`` applies the candidate at its target and removes the proposal,
+``edit`` does so with the reviewer's candidate, ``reject`` only removes it. The write's
+``origin.review`` records the decision (``approved``, ``edited``, ``rejected``), the
+reviewer and the proposer, so the document's history is the record of every decision,
+and a repeated review finds its own decision there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from memnet.domain import pointers, proposals
+from memnet.domain.callers import Caller
+from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
+from memnet.domain.envelope import CONTENT, canonical
+from memnet.domain.errors import Conflict, EtagMismatch, Forbidden, NotFound, Unprocessable
+from memnet.domain.layout import DocumentRef
+from memnet.domain.patching import parse_ops
+from memnet.domain.profiles import Binding, Profile
+from memnet.domain.timestamps import format_millis
+from memnet.ports import Clock
+from memnet.services.audit import AuditLog
+from memnet.services.documents import DocumentService
+from memnet.services.listing import DocumentListing, NamespaceRef
+from memnet.services.registry import ProfileRegistry
+
+DECISIONS = {"approve": "approved", "edit": "edited", "reject": "rejected"}
+REVIEW_ROLES = ("review", "admin")
+MAX_NAMESPACE_DOCUMENTS = 100  # read per templated namespace when listing the queue
+HISTORY_LOOKBACK = 64  # changes searched for an earlier decision on a proposal
+_ATTEMPTS = 4
+
+
+@dataclass(frozen=True)
+class Review:
+    proposal_id: str
+    decision: str  # approve | edit | reject
+    candidate: Any = None  # edit: what is written instead of the proposal's candidate
+    note: str | None = None
+
+
+class ProposalReview:
+    def __init__(
+        self,
+        documents: DocumentService,
+        listing: DocumentListing,
+        registry: ProfileRegistry,
+        audit: AuditLog,
+        clock: Clock,
+    ) -> None:
+        self._documents, self._listing, self._registry = documents, listing, registry
+        self._audit, self._clock = audit, clock
+
+    # -- the queue ---------------------------------------------------------------------
+
+    def pending(
+        self, caller: Caller, tenant_id: str, user_id: str, profile_id: str | None
+    ) -> dict[str, Any]:
+        """Every proposal in the pending sections of the user's documents of the profile,
+        each ``pending`` or ``expired``; templated bindings are read up to
+        :data:`MAX_NAMESPACE_DOCUMENTS` documents per namespace (``more`` says so)."""
+        _require_reviewer_or_reader(caller, tenant_id)
+        profile = self._registry.for_caller(caller, profile_id)
+        now, found, more = self._clock.now(), [], False
+        for binding, path in self._documents_with_proposals(caller, profile, tenant_id, user_id):
+            if path is None:
+                more = True
+                continue
+            ref = DocumentRef(tenant_id, user_id, binding.namespace, path)
+            stored = self._documents.load(ref)
+            if stored is not None:
+                found += _queue_items(profile, binding, ref, stored, now)
+        return {"proposals": found, "more": more}
+
+    def _documents_with_proposals(
+        self, caller: Caller, profile: Profile, tenant_id: str, user_id: str
+    ) -> list[tuple[Binding, str | None]]:
+        """``(binding, path)`` of each document to read; ``(binding, None)`` marks a
+        namespace with more documents than were read."""
+        pending = profile.confidence.pending_sections
+        found: list[tuple[Binding, str | None]] = []
+        for binding in (b for b in profile.bindings if b.binding_id in pending):
+            if binding.path is not None:
+                found.append((binding, binding.path))
+                continue
+            where = NamespaceRef(tenant_id, user_id, binding.namespace)
+            page = self._listing.list_documents(
+                _reader(caller, tenant_id), where, profile.profile_id, MAX_NAMESPACE_DOCUMENTS
+            )
+            found += [
+                (binding, d.path) for d in page.documents if d.binding_id == binding.binding_id
+            ]
+            if page.continuation is not None:
+                found.append((binding, None))
+        return found
+
+    # -- a decision --------------------------------------------------------------------
+
+    def review(
+        self, caller: Caller, tenant_id: str, user_id: str, profile_id: str | None, review: Review
+    ) -> dict[str, Any]:
+        """Apply ``review`` to the proposal it names, once: a repeated review that finds
+        its own decision in the history answers it again (``replayed``); a different
+        decision already taken is 409 ``PROPOSAL_ALREADY_REVIEWED``."""
+        _require_reviewer(caller, tenant_id)
+        where = proposals.parse_proposal_id(review.proposal_id)
+        if where is None:
+            raise _not_found()
+        profile = self._registry.for_caller(caller, profile_id)
+        ref = DocumentRef(tenant_id, user_id, *where)
+        binding = self._pending_binding(profile, ref)
+        for _ in range(_ATTEMPTS):
+            stored = self._documents.load(ref)
+            found = None if stored is None else _find(profile, binding, ref, stored, review)
+            if stored is None or found is None:
+                return self._earlier(ref, stored, review)
+            try:
+                return self._decide(caller, profile, binding, ref, stored, found, review)
+            except EtagMismatch:
+                continue  # another write landed: find the proposal again in it
+        raise Conflict("The document keeps changing; retry.", code="DOCUMENT_BUSY", retry_after=1)
+
+    def _pending_binding(self, profile: Profile, ref: DocumentRef) -> Binding:
+        found = profile.resolve(ref.namespace, ref.path)
+        if found is None or found[0].binding_id not in profile.confidence.pending_sections:
+            raise _not_found()
+        return found[0]
+
+    def _decide(
+        self,
+        caller: Caller,
+        profile: Profile,
+        binding: Binding,
+        ref: DocumentRef,
+        stored: StoredDocument,
+        found: tuple[int, dict[str, Any]],
+        review: Review,
+    ) -> dict[str, Any]:
+        index, item = found
+        status = DECISIONS[review.decision]
+        if review.decision != "reject":
+            _check_approvable(caller, profile, item, self._clock.now())
+        pending = profile.confidence.pending_sections[binding.binding_id]
+        ops: list[dict[str, Any]] = [
+            {"op": "remove", "path": pointers.render((CONTENT, *pending, str(index)))}
+        ]
+        if review.decision != "reject":
+            op, target = _target(item, pending)
+            value = review.candidate if review.decision == "edit" else item.get("candidate")
+            ops.insert(0, {"op": op, "path": target, "value": value})
+        decided: dict[str, Any] = {
+            "proposal_id": review.proposal_id,
+            "status": status,
+            "reviewed_by": caller.caller_id,
+            "proposed_by": item.get("proposed_by"),
+            "reviewed_at": format_millis(self._clock.now()),
+        }
+        if review.note is not None:
+            decided["note"] = review.note
+        command = WriteCommand(
+            ref=ref,
+            profile_id=profile.profile_id,
+            binding_id=binding.binding_id,
+            precondition=Precondition(if_match=stored.etag),
+            idempotency_key=f"review:{uuid.uuid4().hex}",  # the history makes it once
+            fingerprint=hashlib.sha256(canonical([review.decision, review.candidate])).hexdigest(),
+            reason="proposal_review",
+            request_id=review.proposal_id,
+            evidence={"proposal": item.get("evidence"), "review": decided},
+            confidence=1.0,  # a person decided
+            ops=parse_ops(ops),
+            origin={"review": decided},
+        )
+        response = self._documents.patch(_writer(caller, ref.tenant_id), command)
+        return _answer(decided, response, caller.may_read())
+
+    def _earlier(
+        self, ref: DocumentRef, stored: StoredDocument | None, review: Review
+    ) -> dict[str, Any]:
+        """The answer when the proposal is not in the document: its decision if one of
+        the last :data:`HISTORY_LOOKBACK` changes took it."""
+        if stored is not None:
+            chain = self._audit.chain(ref, stored.document.get("change_id"))
+            for n, record in enumerate(chain):
+                decided = (record.get("origin") or {}).get("review") or {}
+                if decided.get("proposal_id") == review.proposal_id:
+                    if decided.get("status") != DECISIONS[review.decision]:
+                        raise Conflict(
+                            "This proposal was already reviewed.",
+                            code="PROPOSAL_ALREADY_REVIEWED",
+                            status=decided.get("status"),
+                        )
+                    return {**decided, "replayed": True}
+                if n + 1 >= HISTORY_LOOKBACK:
+                    break
+        raise _not_found()
+
+
+def _queue_items(
+    profile: Profile, binding: Binding, ref: DocumentRef, stored: StoredDocument, now: datetime
+) -> list[dict[str, Any]]:
+    pending = profile.confidence.pending_sections[binding.binding_id]
+    content = stored.document.get("content")
+    found = []
+    for index, item in enumerate(proposals.items_at(content, pending)):
+        if not isinstance(item, dict):
+            continue
+        expires = proposals.expires_at(item, _ttl(profile))
+        found.append(
+            {
+                "proposal_id": proposals.proposal_id(ref.namespace, ref.path, item),
+                "status": "expired" if expires is not None and expires <= now else "pending",
+                "namespace": ref.namespace,
+                "path": ref.path,
+                "binding_id": binding.binding_id,
+                "index": index,
+                "expires_at": None if expires is None else format_millis(expires),
+                "etag": stored.etag,
+                "item": item,
+            }
+        )
+    return found
+
+
+def _find(
+    profile: Profile, binding: Binding, ref: DocumentRef, stored: StoredDocument, review: Review
+) -> tuple[int, dict[str, Any]] | None:
+    pending = profile.confidence.pending_sections[binding.binding_id]
+    for index, item in enumerate(proposals.items_at(stored.document.get("content"), pending)):
+        named = proposals.proposal_id(ref.namespace, ref.path, item)
+        if isinstance(item, dict) and named == review.proposal_id:
+            return index, item
+    return None
+
+
+def _check_approvable(
+    caller: Caller, profile: Profile, item: dict[str, Any], now: datetime
+) -> None:
+    if item.get("proposed_by") == caller.caller_id and not profile.proposals.self_approval:
+        raise Forbidden(
+            "A caller may not approve its own proposal (proposal_rules.self_approval).",
+            code="SELF_APPROVAL_FORBIDDEN",
+        )
+    expires = proposals.expires_at(item, _ttl(profile))
+    if expires is not None and expires <= now:
+        raise Conflict(
+            "The proposal expired; it may only be rejected.",
+            code="PROPOSAL_EXPIRED",
+            expired_at=format_millis(expires),
+        )
+
+
+def _target(item: dict[str, Any], pending: tuple[str, ...]) -> tuple[str, str]:
+    """The op (``add`` or ``replace``) and document path the candidate is written with;
+    422 ``PROPOSAL_INVALID`` for a proposal with another op, or whose target is not a
+    content path outside its own pending section."""
+    op, target = item.get("op", "add"), proposals.target_of(item)
+    if op not in ("add", "replace") or not target or pointers.is_within(target, pending):
+        raise Unprocessable(
+            "The proposal's op and target_path are not a write it can make.",
+            code="PROPOSAL_INVALID",
+        )
+    return op, pointers.render((CONTENT, *target))
+
+
+def _answer(decided: dict[str, Any], response: dict[str, Any], reader: bool) -> dict[str, Any]:
+    body = response["body"]
+    answer = {**decided, "etag": body.get("etag")}
+    if reader and body.get("document") is not None:
+        answer["document"] = body["document"]
+    if response.get("replayed"):
+        answer["replayed"] = True
+    return answer
+
+
+def _ttl(profile: Profile) -> timedelta | None:
+    seconds = profile.proposals.ttl_seconds
+    return None if seconds is None else timedelta(seconds=seconds)
+
+
+def _require_reviewer(caller: Caller, tenant_id: str) -> None:
+    role = next((r for r in REVIEW_ROLES if r in caller.roles), "review")
+    caller.require(tenant_id, role)
+
+
+def _require_reviewer_or_reader(caller: Caller, tenant_id: str) -> None:
+    role = next((r for r in (*REVIEW_ROLES, "read") if r in caller.roles), "read")
+    caller.require(tenant_id, role)
+
+
+def _reader(caller: Caller, tenant_id: str) -> Caller:
+    return replace(caller, tenants=frozenset({tenant_id}), roles=frozenset({"read"}))
+
+
+def _writer(caller: Caller, tenant_id: str) -> Caller:
+    """The reviewer, allowed the one write its decision makes (a reviewer need not hold
+    ``write``): the audit record's actor is the reviewer's own id."""
+    roles = {"write", "review"} | ({"read"} if caller.roles & {"read", "admin"} else set())
+    return replace(caller, tenants=frozenset({tenant_id}), roles=frozenset(roles))
+
+
+def _not_found() -> NotFound:
+    return NotFound("No such proposal.", code="PROPOSAL_NOT_FOUND")

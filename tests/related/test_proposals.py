@@ -1,0 +1,185 @@
+"""Proposal review (issue 15, capability 4; docs/proposals.md) on a2p-v1: agents'
+memories become proposals (review_required), the user's app reviews them (approve,
+edit, reject), proposals expire after the profile's TTL, nobody approves their own, and
+every decision is in the document's history; both backends, both transports."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from tests.clients import ApiClient, Reply
+from tests.related.conftest import A2P_USER_KEY, ADMIN_KEY, World
+
+USER = "/v1/tenants/t1/users/u1"
+MEMORIES = f"{USER}/documents/a2p/memories.json"
+SEMANTIC = "/content/memories/a2p:semantic/-"
+WEEK = 7 * 86400
+
+
+def memory(n: int, content: str = "Prefers TypeScript for new projects") -> dict[str, Any]:
+    return {"id": f"mem_{n}", "content": content, "category": "a2p:professional.preferences"}
+
+
+def propose(agent: ApiClient, value: dict[str, Any], key: str, etag: str | None = None) -> Reply:
+    precondition = {"If-Match": etag} if etag else {"If-None-Match": "*"}
+    body = {
+        "ops": [{"op": "add", "path": SEMANTIC, "value": value}],
+        "confidence": 0.95,
+        "evidence": {"conversation_id": "c1", "message_ids": ["m1"]},
+    }
+    return agent.request("PATCH", MEMORIES, body, {**precondition, "Idempotency-Key": key})
+
+
+def queue(client: ApiClient) -> list[dict[str, Any]]:
+    reply = client.request("GET", f"{USER}/proposals")
+    assert reply.status == 200, reply.data
+    return reply.data["proposals"]
+
+
+def review(client: ApiClient, proposal_id: str, decision: str, body: Any = None) -> Reply:
+    return client.request("POST", f"{USER}/proposals/{proposal_id}/{decision}", body)
+
+
+def content(client: ApiClient) -> dict[str, Any]:
+    return client.request("GET", MEMORIES).data["document"]["content"]
+
+
+def test_an_agents_memory_waits_for_review_whatever_its_confidence(a2p: ApiClient):
+    reply = propose(a2p, memory(1), "p1")
+    assert reply.status == 201, reply.data
+    assert reply.data["redirected_ops"][0]["reason"] == "review_required"
+    assert content(a2p)["memories"]["a2p:semantic"] == []
+    (entry,) = queue(a2p)
+    assert entry["status"] == "pending" and entry["item"]["candidate"] == memory(1)
+    assert entry["item"]["proposed_by"] == "a2p-agent"
+    assert entry["expires_at"] > entry["item"]["proposed_at"]
+    refused = review(a2p, entry["proposal_id"], "approve")
+    assert (refused.status, refused.error_code) == (403, "ROLE_FORBIDDEN")
+
+
+def test_the_user_approves_and_the_memory_lands_with_the_decision_audited(a2p: ApiClient):
+    propose(a2p, memory(1), "p1")
+    (entry,) = queue(a2p)
+    user = a2p.as_key(A2P_USER_KEY)
+    approved = review(user, entry["proposal_id"], "approve")
+    assert approved.status == 200, approved.data
+    assert approved.data["status"] == "approved" and approved.data["reviewed_by"] == "a2p-user"
+    now = content(a2p)
+    assert now["memories"]["a2p:semantic"] == [memory(1)] and now["proposals"] == []
+    assert queue(a2p) == []
+    (change, _) = a2p.request("GET", MEMORIES + ":history").data["changes"]
+    assert change["actor"] == "a2p-user" and change["reason"] == "proposal_review"
+    assert change["origin"]["review"]["status"] == "approved"
+    assert change["origin"]["review"]["proposed_by"] == "a2p-agent"
+
+
+def test_approve_with_edits_writes_the_reviewers_version(a2p: ApiClient):
+    propose(a2p, memory(1, "Likes jaz"), "p1")
+    (entry,) = queue(a2p)
+    edited = memory(1, "Likes jazz")
+    user = a2p.as_key(A2P_USER_KEY)
+    reply = review(user, entry["proposal_id"], "edit", {"candidate": edited, "note": "typo"})
+    assert reply.status == 200 and reply.data["status"] == "edited", reply.data
+    assert content(a2p)["memories"]["a2p:semantic"] == [edited]
+    assert review(user, entry["proposal_id"], "edit").status == 400  # no candidate
+    again = review(user, entry["proposal_id"], "approve")
+    assert (again.status, again.data["error"]["details"]["status"]) == (409, "edited")
+
+
+def test_reject_removes_the_proposal_and_writes_nothing_else(a2p: ApiClient):
+    propose(a2p, memory(1), "p1")
+    (entry,) = queue(a2p)
+    reply = review(a2p.as_key(A2P_USER_KEY), entry["proposal_id"], "reject")
+    assert reply.status == 200 and reply.data["status"] == "rejected"
+    assert content(a2p) == {
+        "memories": {"a2p:episodic": [], "a2p:semantic": [], "a2p:procedural": []},
+        "proposals": [],
+    }
+
+
+def test_an_expired_proposal_can_only_be_rejected(a2p: ApiClient, related: World):
+    propose(a2p, memory(1), "p1")
+    related.clock.advance(WEEK)
+    (entry,) = queue(a2p)
+    assert entry["status"] == "expired"
+    user = a2p.as_key(A2P_USER_KEY)
+    late = review(user, entry["proposal_id"], "approve")
+    assert (late.status, late.error_code) == (409, "PROPOSAL_EXPIRED")
+    assert review(user, entry["proposal_id"], "reject").status == 200
+
+
+def test_nobody_approves_their_own_proposal(a2p: ApiClient):
+    user = a2p.as_key(A2P_USER_KEY)
+    own = {
+        "candidate": memory(2),
+        "target_path": "/memories/a2p:semantic/-",
+        "proposed_at": "2026-11-24T12:00:00Z",
+        "proposed_by": "a2p-user",
+    }
+    made = user.request(
+        "PATCH",
+        MEMORIES,
+        {"ops": [{"op": "add", "path": "/content/proposals/-", "value": own}]},
+        {"If-None-Match": "*", "Idempotency-Key": "own"},
+    )
+    assert made.status == 201, made.data
+    (entry,) = queue(user)
+    refused = review(user, entry["proposal_id"], "approve")
+    assert (refused.status, refused.error_code) == (403, "SELF_APPROVAL_FORBIDDEN")
+    assert review(user, entry["proposal_id"], "reject").status == 200  # withdrawing is fine
+
+
+def test_a_repeated_review_answers_again_and_a_different_one_conflicts(a2p: ApiClient):
+    propose(a2p, memory(1), "p1")
+    (entry,) = queue(a2p)
+    user = a2p.as_key(A2P_USER_KEY)
+    first = review(user, entry["proposal_id"], "approve")
+    again = review(user, entry["proposal_id"], "approve")
+    assert again.status == 200 and again.data["replayed"] is True
+    assert again.headers.get("idempotent-replayed", again.headers.get("Idempotent-Replayed"))
+    assert again.data["reviewed_at"] == first.data["reviewed_at"]
+    other = review(user, entry["proposal_id"], "reject")
+    assert (other.status, other.error_code) == (409, "PROPOSAL_ALREADY_REVIEWED")
+    assert content(a2p)["memories"]["a2p:semantic"] == [memory(1)]
+
+
+def test_concurrent_approvals_apply_once(a2p: ApiClient):
+    propose(a2p, memory(1), "p1")
+    (entry,) = queue(a2p)
+    user = a2p.as_key(A2P_USER_KEY)
+    replies: list[Reply] = []
+    threads = [
+        threading.Thread(
+            target=lambda: replies.append(review(user, entry["proposal_id"], "approve"))
+        )
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.status for r in replies] == [200] * 4, [r.data for r in replies]
+    assert sum(1 for r in replies if not r.data.get("replayed")) == 1
+    assert content(a2p)["memories"]["a2p:semantic"] == [memory(1)]
+
+
+def test_bad_review_requests_are_refused_and_change_nothing(a2p: ApiClient):
+    propose(a2p, memory(1), "p1")
+    (entry,) = queue(a2p)
+    user = a2p.as_key(A2P_USER_KEY)
+    pid = entry["proposal_id"]
+    for path, status, code in (
+        (f"{pid}/promote", 400, "INVALID_FIELD"),
+        ("nonsense/approve", 400, "INVALID_FIELD"),
+        (pid[:-1] + ("0" if pid[-1] != "0" else "1") + "/approve", 404, "PROPOSAL_NOT_FOUND"),
+    ):
+        reply = user.request("POST", f"{USER}/proposals/{path}")
+        assert (reply.status, reply.error_code) == (status, code), path
+    assert review(user, pid, "approve", {"candidate": memory(3)}).status == 400
+    assert review(user, pid, "edit", {"candidate": {"id": "x"}}).status == 422  # schema
+    other_user = user.request("POST", f"/v1/tenants/t1/users/u2/proposals/{pid}/approve")
+    assert other_user.status == 404  # the id names u1's document only through u1's path
+    assert [e["status"] for e in queue(a2p)] == ["pending"]
+    admin = a2p.as_key(ADMIN_KEY)
+    assert admin.request("GET", f"{USER}/proposals?profile_id=a2p-v1").status == 200
