@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+SHARED_OWNER = "_tenant"  # the "user" a tenant's shared documents live under: no real
+# user id can be it (identifiers never start with "_"), so nothing of a user reaches it
+
 
 def user_prefix(tenant_id: str, user_id: str) -> str:
     return f"tenants/{tenant_id}/users/{user_id}/"
@@ -25,6 +28,10 @@ class DocumentRef:
 
     def audit_name(self, change_id: str) -> str:
         return audit_name(self.tenant_id, self.user_id, change_id)
+
+    def shared(self) -> DocumentRef:
+        """The tenant's shared document at this namespace and path (docs/profiles.md)."""
+        return DocumentRef(self.tenant_id, SHARED_OWNER, self.namespace, self.path)
 
     def as_json(self) -> dict[str, str]:
         return {

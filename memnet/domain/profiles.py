@@ -50,6 +50,8 @@ class Binding:
     ttl_seconds: int | None = None  # expires this long after its last write
     lookup_fields: Mapping[str, Segments] = field(default_factory=dict)
     item_identity: Mapping[Segments, IdentityRule] = field(default_factory=dict)
+    scope: str = "user"  # "tenant": one document the tenant's users share
+    write_roles: frozenset[str] | None = None  # None: the scope's default (write_roles_of)
 
     def path_for(self, variables: Mapping[str, str]) -> str | None:
         """The concrete path: fixed, or the template filled from ``variables``."""
@@ -75,6 +77,18 @@ class Binding:
     @property
     def writable(self) -> bool:
         return self.write_mode != "read_only"
+
+    @property
+    def shared(self) -> bool:
+        return self.scope == "tenant"
+
+    @property
+    def patch_roles(self) -> frozenset[str]:
+        """Roles that may patch its documents: ``write_roles``, else ``write`` for a
+        user's own documents and ``admin`` for the tenant's shared ones."""
+        if self.write_roles is not None:
+            return self.write_roles
+        return frozenset({"admin"} if self.shared else {"write"})
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
@@ -231,9 +245,16 @@ def _build_binding(raw: Mapping[str, Any]) -> Binding:
 
     lookups = {name: pointers.parse(p) for name, p in raw.get("lookup_fields", {}).items()}
     identity = upsert.parse_rules(raw.get("item_identity", {}))
-    parsed = ("array_limits", "lookup_fields", "item_identity")
+    parsed = ("array_limits", "lookup_fields", "item_identity", "write_roles")
     fields = {k: v for k, v in raw.items() if k not in parsed}
-    return Binding(**fields, array_limits=limits, lookup_fields=lookups, item_identity=identity)
+    roles = frozenset(raw["write_roles"]) if "write_roles" in raw else None
+    return Binding(
+        **fields,
+        array_limits=limits,
+        lookup_fields=lookups,
+        item_identity=identity,
+        write_roles=roles,
+    )
 
 
 def _pointer_map(raw: Mapping[str, list[str]]) -> dict[str, tuple[Segments, ...]]:

@@ -77,7 +77,10 @@ class Reader:
         self._seen: dict[str, StoredDocument | Future[StoredDocument | None] | None] = {}
 
     def ref(self, binding: Binding, path: str) -> DocumentRef:
-        return DocumentRef(self.tenant_id, self.user_id, binding.namespace, path)
+        """Where ``binding``'s document at ``path`` lives: the user's, or the tenant's
+        shared one (memnet.services.scopes)."""
+        ref = DocumentRef(self.tenant_id, self.user_id, binding.namespace, path)
+        return ref.shared() if binding.shared else ref
 
     def prefetch(self, refs: Iterable[DocumentRef], *, alone: bool = False) -> None:
         """Start reading ``refs``. A single read is left to ``load`` unless ``alone`` (the

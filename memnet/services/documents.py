@@ -43,6 +43,7 @@ from memnet.services.audit import AuditLog, apply_change, ops_sha256
 from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
 from memnet.services.registry import ProfileRegistry
+from memnet.services.scopes import scoped_ref, scoped_write
 from memnet.services.tombstones import Tombstones
 
 
@@ -68,8 +69,8 @@ class DocumentService:
 
     def read(self, caller: Caller, ref: DocumentRef, profile_id: str | None) -> StoredDocument:
         caller.require(ref.tenant_id, "read")
-        self.resolve(caller, ref, profile_id, None)
-        return self._require(ref)
+        _, binding = self.resolve(caller, ref, profile_id, None)
+        return self._require(scoped_ref(ref, binding))
 
     def history(
         self,
@@ -82,7 +83,8 @@ class DocumentService:
         """Committed changes of one document, newest first, a page at a time (spec 19.2,
         25.6): ``before`` is the ``next_before`` of the previous page."""
         caller.require(ref.tenant_id, "read")
-        self.resolve(caller, ref, profile_id, None)
+        _, binding = self.resolve(caller, ref, profile_id, None)
+        ref = scoped_ref(ref, binding)
         return self._chain.page(ref, self._require(ref), limit, before)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
@@ -121,6 +123,7 @@ class DocumentService:
         caller.require(cmd.ref.tenant_id, "write")
         self._check_tombstone(cmd.ref)
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        cmd = scoped_write(caller, cmd, binding)
         ids = (profile.profile_id, binding.binding_id)
         try:
             response = self._idempotent(
@@ -137,6 +140,7 @@ class DocumentService:
         caller.require(cmd.ref.tenant_id, "admin")
         self._check_tombstone(cmd.ref)
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        cmd = scoped_write(caller, cmd, binding, admin_replace=True)
         return self._idempotent(
             caller, cmd, lambda t: self._replace(caller, cmd, profile, binding, t)
         )
@@ -224,6 +228,7 @@ class DocumentService:
         (no idempotency claim, no audit record, no document; the ETag is None)."""
         caller.require(cmd.ref.tenant_id, "write")
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        cmd = scoped_write(caller, cmd, binding)
         ticket = Ticket("", "", "chg_preview", {})
         return self._patch_once(caller, cmd, profile, binding, ticket, write=False)
 

@@ -15,7 +15,7 @@ import binascii
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +24,7 @@ from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest, NotFound
 from memnet.domain.expiry import expired
 from memnet.domain.identifiers import check_document_path
-from memnet.domain.layout import DocumentRef, user_prefix
+from memnet.domain.layout import SHARED_OWNER, DocumentRef, user_prefix
 from memnet.domain.profiles import Binding, Profile
 from memnet.ports import (
     BlobNotFound,
@@ -100,7 +100,8 @@ class DocumentListing:
         hold fewer documents (even none) and still have a continuation."""
         caller.require(where.tenant_id, "read")
         profile = self._registry.for_caller(caller, profile_id)
-        _require_namespace(profile, where.namespace)
+        if _require_namespace(profile, where.namespace).shared:
+            where = replace(where, user_id=SHARED_OWNER)  # the tenant's shared documents
         if lookup is not None:
             _require_lookup(profile, where.namespace, lookup.name)
         marker = decode_token(continuation, where.namespace)
@@ -185,14 +186,18 @@ def _require_lookup(profile: Profile, namespace: str, name: str) -> None:
         )
 
 
-def _require_namespace(profile: Profile, namespace: str) -> None:
-    if not any(binding.namespace == namespace for binding in profile.bindings):
-        raise NotFound(
-            "No binding of this profile is in this namespace.",
-            code="BINDING_NOT_FOUND",
-            profile_id=profile.profile_id,
-            namespace=namespace,
-        )
+def _require_namespace(profile: Profile, namespace: str) -> Binding:
+    """A binding of the profile in ``namespace`` (all of them share a scope, checked at
+    load), else 404."""
+    found = next((b for b in profile.bindings if b.namespace == namespace), None)
+    if found is not None:
+        return found
+    raise NotFound(
+        "No binding of this profile is in this namespace.",
+        code="BINDING_NOT_FOUND",
+        profile_id=profile.profile_id,
+        namespace=namespace,
+    )
 
 
 def encode_token(namespace: str, marker: str | None) -> str | None:

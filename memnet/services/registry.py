@@ -37,6 +37,7 @@ from memnet.domain.profiles import (
     statement_fields,
     template_problem,
 )
+from memnet.services.profile_checks import check_identities, check_routing, check_scopes
 
 SchemaKey = tuple[str, str]
 
@@ -164,40 +165,10 @@ def _check_references(raw: Mapping[str, Any], schemas: Mapping[SchemaKey, Any], 
     problem = freshness_problem(raw)
     if problem is not None:
         raise ConfigError(src, *problem)
-    _check_routing(raw, src)
-    _check_identities(raw, src)
+    check_routing(raw, src)
+    check_identities(raw, src)
+    check_scopes(raw, src)
     _check_statement_rules(raw, src)
-
-
-def _check_identities(raw: Mapping[str, Any], src: str) -> None:
-    """An ``item_identity`` section must be writable as a whole: an upsert replaces an
-    item of it, which an allowlist naming only ``/section/-`` (appends) does not allow."""
-    for i, binding in enumerate(raw["document_bindings"]):
-        writable = raw.get("writable_path_rules", {}).get(binding["binding_id"], [])
-        rules = [pointers.parse(r) for r in writable]
-        for section in binding.get("item_identity", {}):
-            if not any(pointers.is_within(pointers.parse(section), r) for r in rules):
-                where = f"/document_bindings/{i}/item_identity"
-                raise ConfigError(src, where, f"{section} is not writable as a whole")
-
-
-def _check_routing(raw: Mapping[str, Any], src: str) -> None:
-    routing = raw.get("context_rules", {}).get("routing")
-    if routing is None:
-        return
-    fixed = {b["binding_id"] for b in raw["document_bindings"] if "path" in b}
-    short_lived = {b["binding_id"] for b in raw["document_bindings"] if "ttl_seconds" in b}
-    if routing["index_binding"] not in fixed - short_lived:
-        raise ConfigError(
-            src,
-            "/context_rules/routing/index_binding",
-            "must name a binding with a fixed path and no ttl_seconds (the index is cached)",
-        )
-    variable = "{" + routing["project_variable"] + "}"
-    if not any(variable in b.get("path_template", "") for b in raw["document_bindings"]):
-        raise ConfigError(
-            src, "/context_rules/routing/project_variable", "appears in no binding's path_template"
-        )
 
 
 def _check_binding_keys(rules: Mapping[str, Any], ids: list[str], where: str, src: str) -> None:

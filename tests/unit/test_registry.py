@@ -126,3 +126,34 @@ def test_bad_short_lived_and_lookup_members_are_refused(profiles: Path):
         with pytest.raises(ConfigError) as caught:
             load_registry(fresh)
         assert caught.value.field.startswith("/document_bindings/2"), caught.value
+
+
+def test_shared_bindings_are_checked_at_load(profiles: Path):
+    for change, field in (
+        (
+            lambda raw: raw["document_bindings"][0].update(scope="tenant", namespace="projects"),
+            "/document_bindings/2/scope",
+        ),
+        (
+            lambda raw: raw["document_bindings"][1].update(scope="tenant", namespace="kb"),
+            "/confidence_rules/pending_sections/user_dynamic",
+        ),
+    ):
+        fresh = profiles.parent / f"scope-{field.replace('/', '_')}"
+        shutil.copytree(profiles, fresh)
+        edit(fresh, change)
+        with pytest.raises(ConfigError) as caught:
+            load_registry(fresh)
+        assert caught.value.field == field, caught.value
+
+
+def test_who_may_patch_a_binding():
+    registry = load_registry(PROFILES.parent / "related" / "profiles")
+    soorma = registry.get("soorma-coala-v1")
+    assert soorma is not None
+    knowledge, working = soorma.binding("knowledge"), soorma.binding("working")
+    assert knowledge is not None and knowledge.shared and knowledge.patch_roles == {"write"}
+    assert working is not None and not working.shared and working.patch_roles == {"write"}
+    import dataclasses
+
+    assert dataclasses.replace(knowledge, write_roles=None).patch_roles == {"admin"}

@@ -1,0 +1,76 @@
+"""Cross checks of a profile's newer members (issue 15), beside
+:mod:`memnet.services.registry`'s: each raises
+:class:`~memnet.domain.errors.ConfigError` naming the file and field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memnet.domain import pointers
+from memnet.domain.errors import ConfigError
+
+
+def check_scopes(raw: Mapping[str, Any], src: str) -> None:
+    """A namespace's bindings share one scope (a listing reads one owner's folder), and
+    the per-user jobs (replay, proposals, compaction, freshness, routing) never write a
+    tenant's shared document: a user's conversation must not rewrite what every user
+    reads."""
+    scopes: dict[str, str] = {}
+    for i, binding in enumerate(raw["document_bindings"]):
+        scope = binding.get("scope", "user")
+        if scopes.setdefault(binding["namespace"], scope) != scope:
+            raise ConfigError(
+                src, f"/document_bindings/{i}/scope", "differs from its namespace's other bindings"
+            )
+    shared = {b["binding_id"] for b in raw["document_bindings"] if b.get("scope") == "tenant"}
+    used = {
+        "/confidence_rules/pending_sections": raw.get("confidence_rules", {}).get(
+            "pending_sections", {}
+        ),
+        "/compaction_rules": raw.get("compaction_rules", {}),
+        "/freshness_rules/sections": raw.get("freshness_rules", {}).get("sections", {}),
+    }
+    for where, rules in used.items():
+        for binding_id in set(rules) & shared:
+            raise ConfigError(src, f"{where}/{binding_id}", "names a tenant-scoped binding")
+    routing = raw.get("context_rules", {}).get("routing")
+    if routing is not None and routing["index_binding"] in shared:
+        raise ConfigError(
+            src, "/context_rules/routing/index_binding", "names a tenant-scoped binding"
+        )
+    for i, rule in enumerate(raw.get("replay_rules", {}).get("statements", [])):
+        if rule["binding"] in shared:
+            where = f"/replay_rules/statements/{i}/binding"
+            raise ConfigError(src, where, "names a tenant-scoped binding")
+
+
+def check_identities(raw: Mapping[str, Any], src: str) -> None:
+    """An ``item_identity`` section must be writable as a whole: an upsert replaces an
+    item of it, which an allowlist naming only ``/section/-`` (appends) does not allow."""
+    for i, binding in enumerate(raw["document_bindings"]):
+        writable = raw.get("writable_path_rules", {}).get(binding["binding_id"], [])
+        rules = [pointers.parse(r) for r in writable]
+        for section in binding.get("item_identity", {}):
+            if not any(pointers.is_within(pointers.parse(section), r) for r in rules):
+                where = f"/document_bindings/{i}/item_identity"
+                raise ConfigError(src, where, f"{section} is not writable as a whole")
+
+
+def check_routing(raw: Mapping[str, Any], src: str) -> None:
+    routing = raw.get("context_rules", {}).get("routing")
+    if routing is None:
+        return
+    fixed = {b["binding_id"] for b in raw["document_bindings"] if "path" in b}
+    short_lived = {b["binding_id"] for b in raw["document_bindings"] if "ttl_seconds" in b}
+    if routing["index_binding"] not in fixed - short_lived:
+        raise ConfigError(
+            src,
+            "/context_rules/routing/index_binding",
+            "must name a binding with a fixed path and no ttl_seconds (the index is cached)",
+        )
+    variable = "{" + routing["project_variable"] + "}"
+    if not any(variable in b.get("path_template", "") for b in raw["document_bindings"]):
+        raise ConfigError(
+            src, "/context_rules/routing/project_variable", "appears in no binding's path_template"
+        )

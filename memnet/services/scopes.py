@@ -1,0 +1,45 @@
+"""Whose a document is (issue 15, capability 1; docs/profiles.md "Shared documents"):
+a binding's ``scope`` is ``user`` (each user has the document) or ``tenant`` (one
+document every user of the tenant shares). A request names a user either way; a tenant
+binding's document lives under the tenant's shared owner
+(:data:`~memnet.domain.layout.SHARED_OWNER`), never under a user, so forgetting a user
+leaves it and no user's prefix reaches it. Who may change a binding's documents is its
+``patch_roles``; a user's own (delegated) token never changes a shared one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from memnet.domain.callers import Caller
+from memnet.domain.document_model import WriteCommand
+from memnet.domain.errors import Forbidden
+from memnet.domain.layout import DocumentRef
+from memnet.domain.profiles import Binding
+
+
+def scoped_ref(ref: DocumentRef, binding: Binding) -> DocumentRef:
+    """Where the document ``ref`` names lives, for ``binding``."""
+    return ref.shared() if binding.shared else ref
+
+
+def scoped_write(
+    caller: Caller, cmd: WriteCommand, binding: Binding, *, admin_replace: bool = False
+) -> WriteCommand:
+    """``cmd`` addressed to where its document lives, if ``caller`` may change it (an
+    admin's replace, already authorised as such, is not held to ``patch_roles``)."""
+    if not admin_replace and not caller.roles & binding.patch_roles:
+        raise Forbidden(
+            f"Changing binding {binding.binding_id!r} needs one of the roles "
+            f"{sorted(binding.patch_roles)}.",
+            code="ROLE_FORBIDDEN",
+            roles=sorted(binding.patch_roles),
+        )
+    if not binding.shared:
+        return cmd
+    if caller.user_id is not None:
+        raise Forbidden(
+            "A user's own token cannot change the tenant's shared documents.",
+            code="USER_FORBIDDEN",
+        )
+    return replace(cmd, ref=cmd.ref.shared())
