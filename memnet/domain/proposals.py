@@ -11,7 +11,7 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memnet.domain import pointers
@@ -114,3 +114,32 @@ def expires_at(item: Any, ttl: timedelta | None) -> datetime | None:
         return parse_timestamp(proposed, "proposed_at") + ttl
     except BadRequest:
         return None
+    except OverflowError:  # proposed at the end of time: not a real proposal, expired
+        return datetime.min.replace(tzinfo=UTC)
+
+
+FUTURE_SKEW = timedelta(minutes=5)  # a proposer's clock may run this far ahead of ours
+
+
+def proposer_violations(
+    before: Any, after: Any, pending: Segments, actor: str, now: datetime
+) -> list[tuple[str, str, str]]:
+    """``(code, message, path)`` for each pending item the write adds or changes that
+    does not say who proposed it truly: ``proposed_by`` must be the writer (nobody
+    proposes in another's name, which would make or break the self-approval rule), and
+    ``proposed_at`` a time that is not in the future (it starts the proposal's TTL)."""
+    found = []
+    for index, item in fresh(before, after, pending):
+        where = (CONTENT, *pending, str(index))
+        if not isinstance(item, dict) or item.get("proposed_by") != actor:
+            path = pointers.render((*where, "proposed_by"))
+            found.append(("PROPOSED_BY_MISMATCH", "proposed_by must be the writer.", path))
+            continue
+        try:
+            stamped = parse_timestamp(item.get("proposed_at"), "proposed_at")
+        except BadRequest:
+            stamped = None
+        if stamped is None or stamped > now + FUTURE_SKEW:
+            path = pointers.render((*where, "proposed_at"))
+            found.append(("PROPOSED_AT_INVALID", "proposed_at must be a past time.", path))
+    return found

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from memnet.domain import upsert
+from memnet.domain import proposals, upsert
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import EXPIRES_AT, serialise
@@ -24,6 +24,7 @@ from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
 from memnet.domain.expiry import expired, expires_at
 from memnet.domain.layout import DocumentRef
 from memnet.domain.policy import (
+    Violation,
     WriteIntent,
     change_violations,
     plan_ops,
@@ -242,7 +243,7 @@ class DocumentService:
         write: bool = True,
     ) -> Response:
         current, expired_etag = self._chain.checked_current(cmd, binding)
-        reviewer = bool(caller.roles & REVIEWER_ROLES)
+        reviewer = bool(caller.roles & REVIEWER_ROLES) or cmd.reason not in EXTENDS_EXPIRY
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer)
         content = current.document.get("content") if current else None
         planned = plan_ops(profile, binding, cmd.ops, intent, content)
@@ -360,6 +361,7 @@ class DocumentService:
         validator = self._registry.validator(binding)
         found = document_violations(document, binding, validator, len(text))
         raise_if_any(found or change_violations(profile, binding, before or {}, document))
+        raise_if_any(self._proposers(profile, binding, record, before, document))
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)
@@ -390,6 +392,26 @@ class DocumentService:
             except PreconditionFailed:
                 pass  # deleted by the sweep (or replaced by another create: refused below)
         return self._blobs.write(ref.blob_name, text.encode(), Condition.create_only())
+
+    def _proposers(
+        self,
+        profile: Profile,
+        binding: Binding,
+        record: dict[str, Any],
+        before: dict[str, Any] | None,
+        after: dict[str, Any],
+    ) -> list[Violation]:
+        """Proposals a caller's patch adds must be its own and not future-dated
+        (:func:`memnet.domain.proposals.proposer_violations`); jobs and an admin's
+        replace (a migration) are not held to it."""
+        pending = profile.confidence.pending_sections.get(binding.binding_id)
+        if pending is None or record["reason"] not in PROPOSER_CHECKED:
+            return []
+        old = (before or {}).get("content")
+        found = proposals.proposer_violations(
+            old, after["content"], pending, record["actor"], self._clock.now()
+        )
+        return [Violation(code, message, path=path) for code, message, path in found]
 
     def _committed(self, change: Committed) -> None:
         """Tell the hook; its failure is logged, never the write's (it has landed)."""
@@ -428,6 +450,7 @@ REBASE_ATTEMPTS = 8
 # Writes that use a short-lived document and so move its expiry; a job's (compaction,
 # a freshness downgrade, a forget's retraction) keeps the one it found.
 EXTENDS_EXPIRY = frozenset({"live_update", "replay_update", "admin_migration", "proposal_review"})
+PROPOSER_CHECKED = frozenset({"live_update", "replay_update"})  # callers' and replay's patches
 REVIEWER_ROLES = frozenset({"review", "admin"})  # write durable sections under review_required
 log = logging.getLogger("memnet.services.documents")
 

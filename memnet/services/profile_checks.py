@@ -74,3 +74,17 @@ def check_routing(raw: Mapping[str, Any], src: str) -> None:
         raise ConfigError(
             src, "/context_rules/routing/project_variable", "appears in no binding's path_template"
         )
+
+
+def check_ranking(raw: Mapping[str, Any], src: str) -> None:
+    """A profile's search ranking needs a weight above 0 (a request's is checked too)."""
+    ranking = raw.get("search_rules", {}).get("ranking")
+    if ranking is None:
+        return
+    weights = (
+        ranking.get("relevance", 1.0),
+        ranking.get("importance", 0),
+        ranking.get("recency", 0),
+    )
+    if sum(weights) <= 0:
+        raise ConfigError(src, "/search_rules/ranking", "needs a weight above 0")

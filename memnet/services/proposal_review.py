@@ -146,16 +146,17 @@ class ProposalReview:
         binding: Binding,
         ref: DocumentRef,
         stored: StoredDocument,
-        found: tuple[int, dict[str, Any]],
+        found: tuple[list[int], dict[str, Any]],
         review: Review,
     ) -> dict[str, Any]:
-        index, item = found
+        indexes, item = found
         status = DECISIONS[review.decision]
         if review.decision != "reject":
             _check_approvable(caller, profile, item, self._clock.now())
         pending = profile.confidence.pending_sections[binding.binding_id]
         ops: list[dict[str, Any]] = [
             {"op": "remove", "path": pointers.render((CONTENT, *pending, str(index)))}
+            for index in sorted(indexes, reverse=True)
         ]
         if review.decision != "reject":
             op, target = _target(item, pending)
@@ -237,13 +238,18 @@ def _queue_items(
 
 def _find(
     profile: Profile, binding: Binding, ref: DocumentRef, stored: StoredDocument, review: Review
-) -> tuple[int, dict[str, Any]] | None:
+) -> tuple[list[int], dict[str, Any]] | None:
+    """The indexes of the proposal's item (identical items are one proposal: a decision
+    removes them all, so it is applied once) and the item; None if absent."""
     pending = profile.confidence.pending_sections[binding.binding_id]
-    for index, item in enumerate(proposals.items_at(stored.document.get("content"), pending)):
-        named = proposals.proposal_id(ref.namespace, ref.path, item)
-        if isinstance(item, dict) and named == review.proposal_id:
-            return index, item
-    return None
+    items = proposals.items_at(stored.document.get("content"), pending)
+    found = [
+        index
+        for index, item in enumerate(items)
+        if isinstance(item, dict)
+        and proposals.proposal_id(ref.namespace, ref.path, item) == review.proposal_id
+    ]
+    return (found, items[found[0]]) if found else None
 
 
 def _check_approvable(
@@ -265,10 +271,13 @@ def _check_approvable(
 
 def _target(item: dict[str, Any], pending: tuple[str, ...]) -> tuple[str, str]:
     """The op (``add`` or ``replace``) and document path the candidate is written with;
-    422 ``PROPOSAL_INVALID`` for a proposal with another op, or whose target is not a
-    content path outside its own pending section."""
+    422 ``PROPOSAL_INVALID`` for a proposal with another op, or whose target is in or
+    above its own pending section."""
     op, target = item.get("op", "add"), proposals.target_of(item)
-    if op not in ("add", "replace") or not target or pointers.is_within(target, pending):
+    inside = target is not None and (
+        pointers.is_within(target, pending) or pointers.is_within(pending, target)
+    )
+    if op not in ("add", "replace") or not target or inside:
         raise Unprocessable(
             "The proposal's op and target_path are not a write it can make.",
             code="PROPOSAL_INVALID",

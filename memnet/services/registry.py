@@ -37,7 +37,12 @@ from memnet.domain.profiles import (
     statement_fields,
     template_problem,
 )
-from memnet.services.profile_checks import check_identities, check_routing, check_scopes
+from memnet.services.profile_checks import (
+    check_identities,
+    check_ranking,
+    check_routing,
+    check_scopes,
+)
 
 SchemaKey = tuple[str, str]
 
@@ -168,6 +173,7 @@ def _check_references(raw: Mapping[str, Any], schemas: Mapping[SchemaKey, Any], 
     check_routing(raw, src)
     check_identities(raw, src)
     check_scopes(raw, src)
+    check_ranking(raw, src)
     _check_statement_rules(raw, src)
 
 

@@ -128,6 +128,7 @@ def _pending(levels: int) -> dict[str, Any]:
         "candidate": _nested(levels),
         "target_path": "/durable_facts/-",
         "proposed_at": "2026-11-24T10:00:00Z",
+        "proposed_by": "dev-agent",  # the writer: nobody proposes in another's name
     }
 
 

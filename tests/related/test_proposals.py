@@ -6,8 +6,13 @@ every decision is in the document's history; both backends, both transports."""
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from memnet.domain.callers import Caller
+from memnet.domain.document_model import Precondition, WriteCommand
+from memnet.domain.layout import DocumentRef
+from memnet.domain.patching import parse_ops
 from tests.clients import ApiClient, Reply
 from tests.related.conftest import A2P_USER_KEY, ADMIN_KEY, World
 
@@ -183,3 +188,68 @@ def test_bad_review_requests_are_refused_and_change_nothing(a2p: ApiClient):
     assert [e["status"] for e in queue(a2p)] == ["pending"]
     admin = a2p.as_key(ADMIN_KEY)
     assert admin.request("GET", f"{USER}/proposals?profile_id=a2p-v1").status == 200
+
+
+AN_HOUR_AGO = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def proposal(by: str, at: str = AN_HOUR_AGO, n: int = 2) -> dict[str, Any]:
+    return {
+        "candidate": memory(n),
+        "target_path": "/memories/a2p:semantic/-",
+        "proposed_at": at,
+        "proposed_by": by,
+    }
+
+
+def add_proposals(client: ApiClient, items: list[dict[str, Any]], key: str) -> Reply:
+    ops = [{"op": "add", "path": "/content/proposals/-", "value": item} for item in items]
+    current = client.request("GET", MEMORIES)
+    precondition = (
+        {"If-Match": current.headers["etag"]} if current.status == 200 else {"If-None-Match": "*"}
+    )
+    return client.request("PATCH", MEMORIES, {"ops": ops}, {**precondition, "Idempotency-Key": key})
+
+
+def test_nobody_proposes_in_anothers_name_or_from_the_future(a2p: ApiClient):
+    forged = add_proposals(a2p, [proposal("a2p-user")], "forged")
+    assert (forged.status, forged.error_code) == (422, "PROPOSED_BY_MISMATCH"), forged.data
+    future = add_proposals(a2p, [proposal("a2p-agent", "9999-12-31T23:59:59Z")], "future")
+    assert (future.status, future.error_code) == (422, "PROPOSED_AT_INVALID"), future.data
+    assert a2p.request("GET", MEMORIES).status == 404  # nothing was written
+
+
+def test_identical_proposals_are_one_decision(a2p: ApiClient):
+    twice = [proposal("a2p-agent"), proposal("a2p-agent")]
+    assert add_proposals(a2p, twice, "twice").status == 201
+    entries = queue(a2p)
+    assert len(entries) == 2 and entries[0]["proposal_id"] == entries[1]["proposal_id"]
+    user = a2p.as_key(A2P_USER_KEY)
+    first = review(user, entries[0]["proposal_id"], "approve")
+    again = review(user, entries[0]["proposal_id"], "approve")
+    assert first.status == again.status == 200 and again.data["replayed"] is True
+    assert content(a2p)["memories"]["a2p:semantic"] == [memory(2)]
+    assert queue(a2p) == []
+
+
+def test_jobs_are_not_held_to_review_required(related: World):
+    job = Caller(
+        "memnet-compaction", frozenset({"t1"}), frozenset({"*"}), frozenset({"read", "write"})
+    )
+    value = memory(5)
+    command = WriteCommand(
+        ref=DocumentRef("t1", "u1", "a2p", "memories.json"),
+        profile_id="a2p-v1",
+        binding_id=None,
+        precondition=Precondition(create=True),
+        idempotency_key="job",
+        fingerprint="f",
+        reason="compaction",
+        request_id="job",
+        confidence=1.0,
+        evidence={"job": "compaction"},
+        ops=parse_ops([{"op": "add", "path": SEMANTIC, "value": value}]),
+    )
+    written = related.services.documents.patch(job, command)
+    assert "redirected_ops" not in written["body"]
+    assert written["body"]["document"]["content"]["memories"]["a2p:semantic"] == [value]

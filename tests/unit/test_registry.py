@@ -157,3 +157,11 @@ def test_who_may_patch_a_binding():
     import dataclasses
 
     assert dataclasses.replace(knowledge, write_roles=None).patch_roles == {"admin"}
+
+
+def test_a_ranking_without_weight_is_refused(profiles: Path):
+    ranking = {"relevance": 0, "importance": 0}
+    edit(profiles, lambda raw: raw.update(search_rules={"ranking": ranking}))
+    with pytest.raises(ConfigError) as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/search_rules/ranking"

@@ -68,6 +68,7 @@ class MemoryApi(ClientBase):
         service_id: str | None = None,
         snapshot_uri: str | None = None,
         evidence: JsonObject | None = None,
+        importance: float | None = None,
     ) -> EventWrite:
         """Store an event digest (``timestamp`` defaults to now, UTC); search finds it
         at once, or shortly when ``indexed`` is false."""
@@ -81,6 +82,7 @@ class MemoryApi(ClientBase):
             project_ids=None if project_ids is None else list(project_ids),
             snapshot_uri=snapshot_uri,
             evidence=evidence,
+            importance=importance,
         )
         url = self._user_path() + "/events"
         return self._send(Call("POST", url, _event_write, body, write=True))
@@ -101,9 +103,12 @@ class MemoryApi(ClientBase):
         source_type: Filter | None = None,
         keywords: Sequence[str] | None = None,
         recency_half_life_days: float | None = None,
+        ranking: JsonObject | None = None,
     ) -> SearchResults:
         """Events best matching ``text`` (none: newest first), filtered; ``since`` is
-        inclusive, ``until`` exclusive."""
+        inclusive, ``until`` exclusive. ``ranking`` (``{"relevance": 0.7, "importance":
+        0.3}``) blends relevance with the events' importance and recency; without it the
+        client's profile's ``search_rules.ranking`` applies, if it has one."""
         bounds = {"from": since, "to": until}
         time_range = {name: rfc3339(value) for name, value in bounds.items() if value is not None}
         body = drop_none(
@@ -115,6 +120,8 @@ class MemoryApi(ClientBase):
             source_type=_filter(source_type),
             keywords=None if keywords is None else list(keywords),
             recency_half_life_days=recency_half_life_days,
+            ranking=ranking,
+            profile_id=self.profile,
         )
         url = self._user_path() + "/events:search"
         return self._send(Call("POST", url, _search, body))

@@ -84,6 +84,8 @@ def _event(args: Mapping[str, Any], moment: str) -> dict[str, Any]:
         body["keywords"] = keywords
     if importance is not None:
         body["importance"] = importance
+    if (evidence := _evidence(args)) is not None:
+        body["evidence"] = evidence  # forgetting the conversation removes the digest too
     if project is not None:
         body["project_ids"] = [project]
     return body

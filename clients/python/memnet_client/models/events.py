@@ -21,10 +21,12 @@ class Event:
     recorded_by: str | None
     keywords: tuple[str, ...]
     project_ids: tuple[str, ...]
+    importance: float | None  # 0-1, what a ranking blend weighs; None: not given
     raw: JsonObject = field(repr=False)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Event:
+        importance = data.get("importance")
         return cls(
             event_id=str(data["event_id"]),
             timestamp=str(data.get("timestamp")),
@@ -34,6 +36,7 @@ class Event:
             recorded_by=text(data, "recorded_by"),
             keywords=items(data, "keywords"),
             project_ids=items(data, "project_ids"),
+            importance=float(importance) if isinstance(importance, int | float) else None,
             raw=data,
         )
 
@@ -58,14 +61,16 @@ class SearchHit:
     event: Event
     score: float
     pointers: JsonObject
+    ranking: JsonObject | None = None  # with a ranking blend: relevance, importance, recency
 
     @classmethod
     def from_json(cls, data: JsonObject) -> SearchHit:
-        pointers = data.get("pointers")
+        pointers, ranking = data.get("pointers"), data.get("ranking")
         return cls(
             Event.from_json(data["event"]),
             float(data.get("score") or 0.0),
             pointers if isinstance(pointers, Mapping) else {},
+            ranking if isinstance(ranking, Mapping) else None,
         )
 
 

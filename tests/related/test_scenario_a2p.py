@@ -1,0 +1,127 @@
+"""a2p's proposal lifecycle (related/a2p-memory-spec.md, "Proposals") through the Python
+client on a2p-v1 (docs/related/a2p.md): an agent proposes memories of the three types in
+a2p: and ext: categories, the user's app reviews them (approve, approve with edits,
+reject, and one left to expire), then merges two approved memories with
+``consolidatedFrom`` provenance. The merge is the user's own audited write: the generic
+consolidation capability (issue 15, capability 6) is not built yet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from memnet_client import Conflict, MemnetClient
+
+from tests.related.conftest import A2P_AGENT_KEY, A2P_USER_KEY, World
+
+EVIDENCE = {"conversation_id": "sess_xyz", "message_ids": ["m4"]}
+
+
+@pytest.fixture
+def agent(http_server: str, related: World) -> Iterator[MemnetClient]:
+    with MemnetClient(http_server, api_key=A2P_AGENT_KEY, tenant="t1", user="alice") as client:
+        yield client
+
+
+@pytest.fixture
+def user(http_server: str, related: World) -> Iterator[MemnetClient]:
+    with MemnetClient(http_server, api_key=A2P_USER_KEY, tenant="t1", user="alice") as client:
+        yield client
+
+
+def memory(memory_id: str, content: str, category: str) -> dict[str, Any]:
+    return {"id": memory_id, "content": content, "category": category, "confidence": 0.85}
+
+
+def propose(agent: MemnetClient, kind: str, value: dict[str, Any]) -> None:
+    op = {"op": "add", "path": f"/content/memories/a2p:{kind}/-", "value": value}
+    written = agent.update(
+        "a2p", "memories.json", lambda _: [op], confidence=0.85, evidence=EVIDENCE
+    )
+    assert written.raw["redirected_ops"][0]["reason"] == "review_required"
+
+
+def by_content(user: MemnetClient) -> dict[str, str]:
+    return {p["item"]["candidate"]["content"]: p["proposal_id"] for p in user.list_proposals()}
+
+
+def test_an_agent_proposes_and_the_user_decides(
+    agent: MemnetClient, user: MemnetClient, related: World
+):
+    propose(agent, "semantic", memory("mem_1", "Likes jazz music", "a2p:interests.music"))
+    propose(agent, "semantic", memory("mem_2", "Enjoys electronic music", "a2p:interests.music"))
+    propose(
+        agent,
+        "procedural",
+        memory("mem_3", "Always asks for pros/cons", "a2p:preferences.communication"),
+    )
+    propose(
+        agent,
+        "episodic",
+        memory("mem_4", "Asked about Rust on 2026-01-15", "ext:github:coding.style"),
+    )
+    propose(agent, "semantic", memory("mem_5", "Prefers dark mode", "a2p:preferences.ui"))
+    queue = by_content(user)
+    assert len(queue) == 5
+    assert {p["status"] for p in user.list_proposals()} == {"pending"}
+
+    # Approve, approve with edits, reject.
+    assert user.review_proposal(queue["Likes jazz music"], "approve")["status"] == "approved"
+    edited = memory("mem_2", "Enjoys electronic music, mostly techno", "a2p:interests.music")
+    assert (
+        user.review_proposal(queue["Enjoys electronic music"], "edit", candidate=edited)["status"]
+        == "edited"
+    )
+    assert (
+        user.review_proposal(queue["Asked about Rust on 2026-01-15"], "reject")["status"]
+        == "rejected"
+    )
+    assert (
+        user.review_proposal(queue["Always asks for pros/cons"], "approve")["status"] == "approved"
+    )
+
+    # The agent cannot review; the last proposal is left alone and expires after 7 days.
+    with pytest.raises(Exception) as refused:
+        agent.review_proposal(queue["Prefers dark mode"], "approve")
+    assert getattr(refused.value, "code", None) == "ROLE_FORBIDDEN"
+    related.clock.advance(7 * 86400)
+    (late,) = user.list_proposals()
+    assert late["status"] == "expired"
+    with pytest.raises(Conflict) as expired:
+        user.review_proposal(late["proposal_id"], "approve")
+    assert expired.value.code == "PROPOSAL_EXPIRED"
+
+    memories = user.get_document("a2p", "memories.json").content["memories"]
+    assert [m["content"] for m in memories["a2p:semantic"]] == [
+        "Likes jazz music",
+        "Enjoys electronic music, mostly techno",
+    ]
+    assert [m["id"] for m in memories["a2p:procedural"]] == ["mem_3"]
+    assert memories["a2p:episodic"] == []
+
+    # Consolidation: the two music memories become one with its provenance.
+    merged = {
+        **memory("mem_6", "Music preferences: jazz, electronic", "a2p:interests.music"),
+        "consolidatedFrom": ["mem_1", "mem_2"],
+    }
+    ops = [
+        {"op": "remove", "path": "/content/memories/a2p:semantic/1"},
+        {"op": "remove", "path": "/content/memories/a2p:semantic/0"},
+        {"op": "add", "path": "/content/memories/a2p:semantic/-", "value": merged},
+    ]
+    user.update(
+        "a2p", "memories.json", lambda _: ops, confidence=1.0, evidence={"consolidated": True}
+    )
+    semantic = user.get_document("a2p", "memories.json").content["memories"]["a2p:semantic"]
+    assert semantic == [merged]
+
+    # Every decision is in the history, with who decided and who proposed.
+    changes = user.get_history("a2p", "memories.json", limit=20).raw["changes"]
+    decisions = [
+        c["origin"]["review"]["status"] for c in changes if "review" in (c.get("origin") or {})
+    ]
+    assert sorted(decisions) == ["approved", "approved", "edited", "rejected"]
+    assert {c["origin"]["review"]["proposed_by"] for c in changes if c.get("origin")} == {
+        "a2p-agent"
+    }
