@@ -49,6 +49,8 @@ class SectionRules:
     text_fields: tuple[str, ...] = ()
     near_duplicate_threshold: float | None = None
     move_to_events: bool = True
+    consolidated_field: str | None = None  # the kept item's list of merged items' ids
+    id_field: str = "id"
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,8 @@ def _section(pointer: Segments, body: Mapping[str, Any], legacy: int | None) -> 
         text_fields=tuple(body.get("text_fields", ())),
         near_duplicate_threshold=body.get("near_duplicate_threshold"),
         move_to_events=body.get("move_to_events", True),
+        consolidated_field=body.get("consolidated_field"),
+        id_field=body.get("id_field", "id"),
     )
 
 
@@ -318,11 +322,35 @@ def _kept(best: _Entry, members: list[_Entry], section: SectionRules, out: Plan)
         gone.append(member)
         to_event = kind == "merge_near_duplicate" and section.move_to_events
         out.removed.append(_removed(section, member, kind, to_event))
+    changes: dict[str, Any] = {}
     evidence = _merged_evidence(best, gone, section)
     if evidence is not None:
-        merged = {**best.item, section.evidence_field: evidence}
-        stays[0] = _Entry(best.index, merged, best.protected)
+        changes[section.evidence_field] = evidence
+    provenance = _provenance(best, gone, section)
+    if provenance is not None:
+        changes[section.consolidated_field or ""] = provenance
+    if changes and isinstance(best.item, dict):
+        stays[0] = _Entry(best.index, {**best.item, **changes}, best.protected)
     return stays
+
+
+def _provenance(best: _Entry, gone: list[_Entry], section: SectionRules) -> list[Any] | None:
+    """The kept item's ``consolidated_field``: what it listed, then the ids of the items
+    merged into it and of what they had consolidated; None when nothing is added (or
+    the section keeps no provenance)."""
+    field, key = section.consolidated_field, section.id_field
+    if field is None or not isinstance(best.item, dict):
+        return None
+    listed = best.item.get(field)
+    merged = list(listed) if isinstance(listed, list) else []
+    for entry in gone:
+        if not isinstance(entry.item, dict):
+            continue
+        earlier = entry.item.get(field)
+        for found in [entry.item.get(key), *(earlier if isinstance(earlier, list) else [])]:
+            if found is not None and found not in merged and found != best.item.get(key):
+                merged.append(found)
+    return None if merged == (listed if isinstance(listed, list) else []) else merged
 
 
 def _duplicate_kind(first: _Entry, other: _Entry, section: SectionRules) -> str | None:

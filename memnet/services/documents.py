@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from memnet.domain import proposals, upsert
+from memnet.domain import upsert
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
-from memnet.domain.envelope import EXPIRES_AT, serialise
+from memnet.domain.envelope import serialise
 from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
-from memnet.domain.expiry import expired, expires_at
+from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef
 from memnet.domain.policy import (
-    Violation,
     WriteIntent,
     change_violations,
     plan_ops,
@@ -40,9 +38,16 @@ from memnet.ports import (
     StorageError,
 )
 from memnet.services import telemetry
-from memnet.services.audit import AuditLog, apply_change, ops_sha256
+from memnet.services.audit import AuditLog, apply_change
 from memnet.services.document_chain import DocumentChain, write_response
-from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket, key_hash
+from memnet.services.document_records import (
+    EXTENDS_EXPIRY,
+    REVIEWER_ROLES,
+    audit_record,
+    base_of,
+    proposer_checks,
+)
+from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket
 from memnet.services.registry import ProfileRegistry
 from memnet.services.scopes import scoped_ref, scoped_write
 from memnet.services.tombstones import Tombstones
@@ -250,16 +255,10 @@ class DocumentService:
         raise_if_any(planned.violations)
         start = content if current else binding.initial_content
         ops, upserts = upsert.plan(binding.item_identity, start, planned.ops, binding.max_chars)
-        base = None if current else self._base(binding, None, dict(binding.initial_content))
-        record = self._record(
-            caller,
-            cmd,
-            profile,
-            binding,
-            ticket,
-            current,
-            [op.as_json() for op in ops],
-            base,
+        base = None if current else base_of(binding, None, dict(binding.initial_content))
+        applied = [op.as_json() for op in ops]
+        record = audit_record(
+            caller, cmd, (profile, binding), ticket, current, applied, base, self._now_at()
         )
         record["redirected_ops"] = planned.redirected
         if upserts:
@@ -280,63 +279,12 @@ class DocumentService:
         self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
     ) -> Response:
         current, expired_etag = self._chain.checked_current(cmd, None)
-        base = self._base(binding, current, cmd.content or {})
-        record = self._record(caller, cmd, profile, binding, ticket, current, [], base)
+        base = base_of(binding, current, cmd.content or {})
+        record = audit_record(
+            caller, cmd, (profile, binding), ticket, current, [], base, self._now_at()
+        )
         reader = caller.may_read()
         return self._commit(cmd.ref, profile, binding, current, record, reader, True, expired_etag)
-
-    def _base(
-        self, binding: Binding, current: StoredDocument | None, content: dict[str, Any]
-    ) -> dict[str, Any]:
-        doc_id = current.document["doc_id"] if current else str(uuid.uuid4())
-        return {
-            "doc_id": doc_id,
-            "schema_id": binding.schema_id,
-            "schema_version": binding.schema_version,
-            "content": content,
-        }
-
-    def _record(
-        self,
-        caller: Caller,
-        cmd: WriteCommand,
-        profile: Profile,
-        binding: Binding,
-        ticket: Ticket,
-        current: StoredDocument | None,
-        ops: list[dict[str, Any]],
-        base: dict[str, Any] | None,
-    ) -> dict[str, Any]:
-        """The audit record (spec 19.2 fields plus what replaying it needs)."""
-        operation = (
-            "create" if current is None else ("replace" if cmd.content is not None else "patch")
-        )
-        now = self._clock.now()
-        record: dict[str, Any] = {
-            "change_id": ticket.change_id,
-            "prev_change_id": current.document.get("change_id") if current else None,
-            "operation": operation,
-            **cmd.ref.as_json(),
-            "binding_id": binding.binding_id,
-            "profile_id": profile.profile_id,
-            "actor": caller.caller_id,
-            "timestamp": format_millis(now),
-            "reason": cmd.reason,
-            "pre_etag": current.etag if current else None,
-            "ops": ops,
-            "ops_sha256": ops_sha256(ops),
-            "evidence": cmd.evidence,
-            "confidence": cmd.confidence,
-            "base": base,
-            "request_id": cmd.request_id,
-            "idempotency_key_sha256": key_hash(caller.caller_id, cmd.idempotency_key),
-        }
-        expiry = expires_at(binding, now)
-        if current is not None and cmd.reason not in EXTENDS_EXPIRY:
-            expiry = current.document.get(EXPIRES_AT) if expiry is not None else None
-        if expiry is not None:
-            record[EXPIRES_AT] = expiry  # the document's, after this change
-        return record
 
     def _commit(
         self,
@@ -361,7 +309,7 @@ class DocumentService:
         validator = self._registry.validator(binding)
         found = document_violations(document, binding, validator, len(text))
         raise_if_any(found or change_violations(profile, binding, before or {}, document))
-        raise_if_any(self._proposers(profile, binding, record, before, document))
+        raise_if_any(proposer_checks(profile, binding, record, before, document, self._now_at()))
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)
@@ -392,26 +340,6 @@ class DocumentService:
             except PreconditionFailed:
                 pass  # deleted by the sweep (or replaced by another create: refused below)
         return self._blobs.write(ref.blob_name, text.encode(), Condition.create_only())
-
-    def _proposers(
-        self,
-        profile: Profile,
-        binding: Binding,
-        record: dict[str, Any],
-        before: dict[str, Any] | None,
-        after: dict[str, Any],
-    ) -> list[Violation]:
-        """Proposals a caller's patch adds must be its own and not future-dated
-        (:func:`memnet.domain.proposals.proposer_violations`); jobs and an admin's
-        replace (a migration) are not held to it."""
-        pending = profile.confidence.pending_sections.get(binding.binding_id)
-        if pending is None or record["reason"] not in PROPOSER_CHECKED:
-            return []
-        old = (before or {}).get("content")
-        found = proposals.proposer_violations(
-            old, after["content"], pending, record["actor"], self._clock.now()
-        )
-        return [Violation(code, message, path=path) for code, message, path in found]
 
     def _committed(self, change: Committed) -> None:
         """Tell the hook; its failure is logged, never the write's (it has landed)."""
@@ -445,13 +373,11 @@ class DocumentService:
     def _now(self) -> str:
         return format_millis(self._clock.now())
 
+    def _now_at(self) -> datetime:
+        return self._clock.now()
+
 
 REBASE_ATTEMPTS = 8
-# Writes that use a short-lived document and so move its expiry; a job's (compaction,
-# a freshness downgrade, a forget's retraction) keeps the one it found.
-EXTENDS_EXPIRY = frozenset({"live_update", "replay_update", "admin_migration", "proposal_review"})
-PROPOSER_CHECKED = frozenset({"live_update", "replay_update"})  # callers' and replay's patches
-REVIEWER_ROLES = frozenset({"review", "admin"})  # write durable sections under review_required
 log = logging.getLogger("memnet.services.documents")
 
 

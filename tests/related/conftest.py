@@ -6,11 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
+from memnet_client import MemnetClient
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
+from memnet.domain.document_model import Precondition, WriteCommand
+from memnet.domain.layout import DocumentRef
+from memnet.domain.patching import parse_ops
 from tests.api.forgetting import MovableClock
 from tests.clients import ApiClient, DirectClient, HttpClient
 from tests.conftest import REPO, backend_settings
@@ -72,3 +77,32 @@ def mosaic(request: pytest.FixtureRequest, related: World) -> ApiClient:
     if request.param == "direct":
         return DirectClient(MOSAIC_KEY)
     return HttpClient(request.getfixturevalue("http_server"), MOSAIC_KEY)
+
+
+def command(
+    ref: DocumentRef,
+    profile_id: str,
+    ops: list[dict[str, Any]],
+    *,
+    reason: str = "live_update",
+    etag: str | None = None,
+    **extra: Any,
+) -> WriteCommand:
+    """A write as a service caller (a job, or a test standing in for a token the HTTP
+    routes cannot mint) hands it to DocumentService."""
+    return WriteCommand(
+        ref=ref,
+        profile_id=profile_id,
+        binding_id=None,
+        precondition=Precondition(if_match=etag, create=etag is None),
+        idempotency_key=f"{reason}-{len(ops)}",
+        fingerprint="f",
+        reason=reason,
+        request_id="r",
+        ops=parse_ops(ops),
+        **extra,
+    )
+
+
+def connect(url: str, key: str, user: str = "u1", **options: Any) -> MemnetClient:
+    return MemnetClient(url, api_key=key, tenant=options.pop("tenant", "t1"), user=user, **options)

@@ -10,11 +10,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memnet.domain.callers import Caller
-from memnet.domain.document_model import Precondition, WriteCommand
 from memnet.domain.layout import DocumentRef
-from memnet.domain.patching import parse_ops
 from tests.clients import ApiClient, Reply
 from tests.related.conftest import A2P_USER_KEY, ADMIN_KEY, World
+from tests.related.conftest import command as job_command
 
 USER = "/v1/tenants/t1/users/u1"
 MEMORIES = f"{USER}/documents/a2p/memories.json"
@@ -237,18 +236,13 @@ def test_jobs_are_not_held_to_review_required(related: World):
         "memnet-compaction", frozenset({"t1"}), frozenset({"*"}), frozenset({"read", "write"})
     )
     value = memory(5)
-    command = WriteCommand(
-        ref=DocumentRef("t1", "u1", "a2p", "memories.json"),
-        profile_id="a2p-v1",
-        binding_id=None,
-        precondition=Precondition(create=True),
-        idempotency_key="job",
-        fingerprint="f",
+    command = job_command(
+        DocumentRef("t1", "u1", "a2p", "memories.json"),
+        "a2p-v1",
+        [{"op": "add", "path": SEMANTIC, "value": value}],
         reason="compaction",
-        request_id="job",
         confidence=1.0,
         evidence={"job": "compaction"},
-        ops=parse_ops([{"op": "add", "path": SEMANTIC, "value": value}]),
     )
     written = related.services.documents.patch(job, command)
     assert "redirected_ops" not in written["body"]

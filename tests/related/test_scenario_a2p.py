@@ -13,20 +13,20 @@ from typing import Any
 import pytest
 from memnet_client import Conflict, MemnetClient
 
-from tests.related.conftest import A2P_AGENT_KEY, A2P_USER_KEY, World
+from tests.related.conftest import A2P_AGENT_KEY, A2P_USER_KEY, World, connect
 
 EVIDENCE = {"conversation_id": "sess_xyz", "message_ids": ["m4"]}
 
 
 @pytest.fixture
 def agent(http_server: str, related: World) -> Iterator[MemnetClient]:
-    with MemnetClient(http_server, api_key=A2P_AGENT_KEY, tenant="t1", user="alice") as client:
+    with connect(http_server, A2P_AGENT_KEY, "alice") as client:
         yield client
 
 
 @pytest.fixture
 def user(http_server: str, related: World) -> Iterator[MemnetClient]:
-    with MemnetClient(http_server, api_key=A2P_USER_KEY, tenant="t1", user="alice") as client:
+    with connect(http_server, A2P_USER_KEY, "alice") as client:
         yield client
 
 
@@ -125,3 +125,22 @@ def test_an_agent_proposes_and_the_user_decides(
     assert {c["origin"]["review"]["proposed_by"] for c in changes if c.get("origin")} == {
         "a2p-agent"
     }
+
+
+def test_compaction_consolidates_duplicate_memories_with_their_provenance(
+    agent: MemnetClient, user: MemnetClient, related: World
+):
+    for n, text in (
+        (1, "Prefers TypeScript for new projects."),
+        (2, "prefers typescript for new projects"),
+    ):
+        propose(agent, "semantic", memory(f"mem_{n}", text, "a2p:professional.preferences"))
+    for proposal_id in by_content(user).values():
+        user.review_proposal(proposal_id, "approve")
+    status = related.services.compaction.compact("t1", "alice", "a2p", "memories.json")
+    assert status["within_targets"] is True, status
+    (kept,) = user.get_document("a2p", "memories.json").content["memories"]["a2p:semantic"]
+    assert kept["consolidatedFrom"] in (["mem_1"], ["mem_2"])
+    assert kept["id"] not in kept["consolidatedFrom"]
+    (change, *_) = user.get_history("a2p", "memories.json").raw["changes"]
+    assert change["reason"] == "compaction" and change["actor"].startswith("memnet-")

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 from memnet_client import MemnetClient, NotFound
 
-from tests.related.conftest import ADMIN_KEY, SOORMA_KEY, World
+from tests.related.conftest import ADMIN_KEY, SOORMA_KEY, World, connect
 
 RULE = {
     "rule_id": "billing-stripe",
@@ -21,14 +21,14 @@ RULE = {
 
 @pytest.fixture
 def agent(http_server: str, related: World) -> Iterator[MemnetClient]:
-    with MemnetClient(http_server, api_key=SOORMA_KEY, tenant="acme", user="alice") as client:
+    with connect(http_server, SOORMA_KEY, "alice", tenant="acme") as client:
         yield client
 
 
 @pytest.fixture
 def admin(http_server: str, related: World) -> Iterator[MemnetClient]:
-    with MemnetClient(
-        http_server, api_key=ADMIN_KEY, tenant="acme", user="alice", profile="soorma-coala-v1"
+    with connect(
+        http_server, ADMIN_KEY, "alice", tenant="acme", profile="soorma-coala-v1"
     ) as client:
         yield client
 

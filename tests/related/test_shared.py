@@ -10,13 +10,12 @@ from typing import Any
 import pytest
 
 from memnet.domain.callers import Caller
-from memnet.domain.document_model import Precondition, WriteCommand
+from memnet.domain.document_model import WriteCommand
 from memnet.domain.errors import Forbidden
 from memnet.domain.layout import SHARED_OWNER, DocumentRef, user_prefix
-from memnet.domain.patching import parse_ops
 from tests.api.forgetting import drain_forget
 from tests.clients import ApiClient, Reply
-from tests.related.conftest import PRIVACY_KEY, World
+from tests.related.conftest import PRIVACY_KEY, World, command
 
 
 def url(user: str, where: str, tenant: str = "t1") -> str:
@@ -99,17 +98,7 @@ def test_forgetting_a_user_leaves_the_shared_document(soorma: ApiClient, related
 
 def _command(ref: DocumentRef) -> WriteCommand:
     op: dict[str, Any] = {"op": "add", "path": "/content/knowledge/-", "value": {"content": "x"}}
-    return WriteCommand(
-        ref=ref,
-        profile_id="soorma-coala-v1",
-        binding_id=None,
-        precondition=Precondition(create=True),
-        idempotency_key="k",
-        fingerprint="f",
-        reason="live_update",
-        request_id="r",
-        ops=parse_ops([op]),
-    )
+    return command(ref, "soorma-coala-v1", [op])
 
 
 def test_a_users_own_token_reads_but_never_changes_shared_documents(related: World):

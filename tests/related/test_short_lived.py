@@ -12,13 +12,11 @@ from typing import Any
 import pytest
 
 from memnet.domain.callers import Caller
-from memnet.domain.document_model import Precondition, WriteCommand
 from memnet.domain.layout import DocumentRef, governance_prefix, user_prefix
-from memnet.domain.patching import parse_ops
 from memnet.services.document_chain import DocumentChain
 from tests.api.forgetting import drain_forget
 from tests.clients import ApiClient, Reply
-from tests.related.conftest import ADMIN_KEY, PRIVACY_KEY, World
+from tests.related.conftest import ADMIN_KEY, PRIVACY_KEY, World, command
 
 USER = "/v1/tenants/t1/users/u1"
 DAY = 86400
@@ -267,20 +265,16 @@ def test_a_jobs_write_keeps_the_expiry_it_found(soorma: ApiClient, related: Worl
     made = set_state(soorma, "plan-1", "k", 1)
     related.clock.advance(3600)
     ref = DocumentRef("t1", "u1", "working", "plan-1.json")
-    command = WriteCommand(
-        ref=ref,
-        profile_id="soorma-coala-v1",
-        binding_id=None,
-        precondition=Precondition(if_match=made.data["etag"]),
-        idempotency_key="job-1",
-        fingerprint="f",
+    job = command(
+        ref,
+        "soorma-coala-v1",
+        [{"op": "remove", "path": "/content/state/k"}],
         reason="forget_conversation",
-        request_id="job",
+        etag=made.data["etag"],
         confidence=1.0,
-        ops=parse_ops([{"op": "remove", "path": "/content/state/k"}]),
     )
     caller = Caller(
         "memnet-forget", frozenset({"t1"}), frozenset({"*"}), frozenset({"read", "write"})
     )
-    written = related.services.documents.patch(caller, command)
+    written = related.services.documents.patch(caller, job)
     assert written["body"]["document"]["expires_at"] == made.data["document"]["expires_at"]

@@ -273,3 +273,25 @@ def test_digest_text_uses_the_section_text_fields_and_a_proposal_its_candidate()
         "Plain."
     )
     assert digest_text({"n": 1}, None, rules) == '{"n": 1}'
+
+
+def test_merged_items_leave_their_ids_in_the_kept_items_provenance():
+    a = fact("Works in Oslo.", 0.9, "2026-01-01T00:00:00Z", id="f1", consolidated_from=["f0"])
+    b = fact("works in  OSLO", 0.85, "2026-02-01T00:00:00Z", id="f2")
+    c = fact("Works in Oslo", 0.8, id="f3")
+    content = {"facts": [a, b, c]}
+    result = plan(content, facts_rules(consolidated_field="consolidated_from"), PROTECT)
+    (kept,) = applied(content, result.ops)["facts"]
+    assert kept["id"] == "f2"  # the most recently verified wins, as before
+    assert kept["consolidated_from"] == ["f1", "f0", "f3"]
+    again = plan(
+        applied(content, result.ops), facts_rules(consolidated_field="consolidated_from"), PROTECT
+    )
+    assert again.ops == []  # nothing more to merge: provenance is stable
+
+
+def test_without_a_consolidated_field_no_provenance_is_written():
+    a, b = fact("Works in Oslo.", 0.9, id="f1"), fact("works in oslo", 0.9, id="f2")
+    content = {"facts": [a, b]}
+    (kept,) = applied(content, plan(content, facts_rules(), PROTECT).ops)["facts"]
+    assert "consolidated_from" not in kept

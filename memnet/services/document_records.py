@@ -1,0 +1,99 @@
+"""What a document write records and which writes are held to which rules: the audit
+record (spec 19.2) a change is made of, and the reasons that move a short-lived
+document's expiry or are checked for their proposals' proposer
+(:mod:`memnet.services.documents` uses them)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from memnet.domain import proposals
+from memnet.domain.callers import Caller
+from memnet.domain.document_model import StoredDocument, WriteCommand
+from memnet.domain.envelope import EXPIRES_AT
+from memnet.domain.expiry import expires_at
+from memnet.domain.policy import Violation
+from memnet.domain.profiles import Binding, Profile
+from memnet.domain.timestamps import format_millis
+from memnet.services.audit import ops_sha256
+from memnet.services.idempotency import Ticket, key_hash
+
+# Writes that use a short-lived document and so move its expiry; a job's (compaction,
+# a freshness downgrade, a forget's retraction) keeps the one it found.
+EXTENDS_EXPIRY = frozenset({"live_update", "replay_update", "admin_migration", "proposal_review"})
+PROPOSER_CHECKED = frozenset({"live_update", "replay_update"})  # callers' and replay's patches
+REVIEWER_ROLES = frozenset({"review", "admin"})  # write durable sections under review_required
+
+
+def base_of(
+    binding: Binding, current: StoredDocument | None, content: dict[str, Any]
+) -> dict[str, Any]:
+    """The envelope a create or replace starts from (its ``doc_id`` kept on replace)."""
+    doc_id = current.document["doc_id"] if current else str(uuid.uuid4())
+    return {
+        "doc_id": doc_id,
+        "schema_id": binding.schema_id,
+        "schema_version": binding.schema_version,
+        "content": content,
+    }
+
+
+def audit_record(
+    caller: Caller,
+    cmd: WriteCommand,
+    governed: tuple[Profile, Binding],
+    ticket: Ticket,
+    current: StoredDocument | None,
+    ops: list[dict[str, Any]],
+    base: dict[str, Any] | None,
+    now: datetime,
+) -> dict[str, Any]:
+    """The audit record (spec 19.2 fields plus what replaying it needs)."""
+    profile, binding = governed
+    operation = "create" if current is None else ("replace" if cmd.content is not None else "patch")
+    record: dict[str, Any] = {
+        "change_id": ticket.change_id,
+        "prev_change_id": current.document.get("change_id") if current else None,
+        "operation": operation,
+        **cmd.ref.as_json(),
+        "binding_id": binding.binding_id,
+        "profile_id": profile.profile_id,
+        "actor": caller.caller_id,
+        "timestamp": format_millis(now),
+        "reason": cmd.reason,
+        "pre_etag": current.etag if current else None,
+        "ops": ops,
+        "ops_sha256": ops_sha256(ops),
+        "evidence": cmd.evidence,
+        "confidence": cmd.confidence,
+        "base": base,
+        "request_id": cmd.request_id,
+        "idempotency_key_sha256": key_hash(caller.caller_id, cmd.idempotency_key),
+    }
+    expiry = expires_at(binding, now)
+    if current is not None and cmd.reason not in EXTENDS_EXPIRY:
+        expiry = current.document.get(EXPIRES_AT) if expiry is not None else None
+    if expiry is not None:
+        record[EXPIRES_AT] = expiry  # the document's, after this change
+    return record
+
+
+def proposer_checks(
+    profile: Profile,
+    binding: Binding,
+    record: dict[str, Any],
+    before: dict[str, Any] | None,
+    after: dict[str, Any],
+    now: datetime,
+) -> list[Violation]:
+    """Proposals a caller's patch adds must be its own and not future-dated
+    (:func:`memnet.domain.proposals.proposer_violations`); jobs and an admin's replace
+    (a migration) are not held to it."""
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    if pending is None or record["reason"] not in PROPOSER_CHECKED:
+        return []
+    old = (before or {}).get("content")
+    found = proposals.proposer_violations(old, after["content"], pending, record["actor"], now)
+    return [Violation(code, message, path=path) for code, message, path in found]
