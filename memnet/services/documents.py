@@ -49,7 +49,7 @@ from memnet.services.document_records import (
 )
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket
 from memnet.services.registry import ProfileRegistry
-from memnet.services.scopes import scoped_ref, scoped_write
+from memnet.services.scopes import scoped_ref, scoped_write, visible_history
 from memnet.services.tombstones import Tombstones
 
 
@@ -91,7 +91,8 @@ class DocumentService:
         caller.require(ref.tenant_id, "read")
         _, binding = self.resolve(caller, ref, profile_id, None)
         ref = scoped_ref(ref, binding)
-        return self._chain.page(ref, self._require(ref), limit, before)
+        page = self._chain.page(ref, self._require(ref), limit, before)
+        return visible_history(page, caller, binding)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""

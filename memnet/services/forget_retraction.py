@@ -130,6 +130,8 @@ class DocumentRetraction:
         for profile_id in self._registry.profile_ids():
             profile = self._registry.get(profile_id)
             found = profile.resolve(ref.namespace, ref.path) if profile else None
+            if found and found[0].shared:
+                continue  # a user's copy of a binding since made shared: no patch reaches it
             if found and found[0].schema_id == document.get("schema_id"):
                 return profile_id
         return None

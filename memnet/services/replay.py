@@ -257,8 +257,9 @@ class ReplayService:
     def _targets(
         self, ref: SnapshotRef, profile: Profile, transcript: Transcript
     ) -> tuple[TargetDocument, ...]:
-        """The current documents of every writable binding the transcript can address
-        (a templated path needs the transcript's project hint)."""
+        """The current documents of every writable binding of the user the transcript
+        can address (a templated path needs the transcript's project hint); never a
+        tenant's shared document."""
         routing = profile.context.routing
         variables = (
             {routing.project_variable: transcript.project_hint}
@@ -270,6 +271,7 @@ class ReplayService:
             path = binding.path_for(variables)
             if (
                 not binding.writable
+                or binding.shared  # a user's conversation never rewrites the tenant's
                 or path is None
                 or binding.binding_id not in profile.writable_paths
             ):

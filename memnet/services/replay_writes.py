@@ -44,13 +44,15 @@ def command(
 
 
 def replay_caller(ref: SnapshotRef, profile_id: str | None) -> Caller:
-    """The replay's own identity: reads and writes the snapshot's user, with its profile."""
+    """The replay's own identity: reads and writes the snapshot's user, with its profile,
+    bound to that user as the user's own token is (so never a shared document)."""
     return Caller(
         REPLAY_CALLER,
         tenants=frozenset({ref.tenant_id}),
         profiles=frozenset({profile_id or ANY}),
         roles=frozenset({"read", "write"}),
         services=frozenset({ANY}),
+        user_id=ref.user_id,
     )
 
 

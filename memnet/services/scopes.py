@@ -4,12 +4,15 @@ document every user of the tenant shares). A request names a user either way; a 
 binding's document lives under the tenant's shared owner
 (:data:`~memnet.domain.layout.SHARED_OWNER`), never under a user, so forgetting a user
 leaves it and no user's prefix reaches it. Who may change a binding's documents is its
-``patch_roles``; a user's own (delegated) token never changes a shared one.
+``patch_roles``; a user's own (delegated) token, and the replay of a user's
+conversation, never change a shared one. A shared document's history shows who changed
+it, and (to admins only) the evidence, which names users' conversations.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import WriteCommand
@@ -42,4 +45,22 @@ def scoped_write(
             "A user's own token cannot change the tenant's shared documents.",
             code="USER_FORBIDDEN",
         )
-    return replace(cmd, ref=cmd.ref.shared())
+    # Keys are the caller's per user: the same key through two users' paths is two
+    # requests, as it would be for their own documents.
+    key = f"{cmd.ref.user_id}/{cmd.idempotency_key}"
+    return replace(cmd, ref=cmd.ref.shared(), idempotency_key=key)
+
+
+PRIVATE_RECORD_FIELDS = ("evidence", "origin", "request_id", "idempotency_key_sha256")
+
+
+def visible_history(page: dict[str, Any], caller: Caller, binding: Binding) -> dict[str, Any]:
+    """``page`` as ``caller`` may see it: a shared document's changes without what names
+    the users and conversations they came from, unless the caller is an admin."""
+    if not binding.shared or "admin" in caller.roles:
+        return page
+    changes = [
+        {k: v for k, v in change.items() if k not in PRIVATE_RECORD_FIELDS}
+        for change in page.get("changes", [])
+    ]
+    return {**page, "changes": changes}

@@ -58,12 +58,15 @@ HUGE_BODIES = {
 
 
 @pytest.mark.parametrize("shape", list(HUGE_BODIES))
-def test_a_one_mib_patch_of_any_shape_is_refused_well_under_a_second(client: ApiClient, shape: str):
+def test_a_one_mib_patch_of_any_shape_is_refused_in_bounded_time(client: ApiClient, shape: str):
     etag = create(client).data["etag"]
     raw = _compact(HUGE_BODIES[shape])
     assert 0.6 * MIB < len(raw) <= MIB
     status, seconds = _timed_patch(client, etag, raw, "huge")
-    assert status == 422 and seconds < 1.0, (status, seconds)  # 0.01-0.14 s on a quiet VM
+    # 0.01-0.14 s on a quiet VM; the bound is loose because a loaded 2-core CI machine
+    # (two test workers, Azurite) has taken over 1 s. What it guards against is work that
+    # grows with the ops' product (18,000 ops: minutes), not a few hundred milliseconds.
+    assert status == 422 and seconds < 5.0, (status, seconds)
     assert client.request("GET", doc_url()).data["etag"] == etag
 
 

@@ -114,7 +114,17 @@ def test_429_is_retried_after_retry_after(quota: str):
         assert len(client.search_events()) == 2
 
 
-def test_429_past_the_bound_is_raised_with_retry_after(quota: str):
+@pytest.fixture
+def slow_quota(http_server: str, tmp_path: Path) -> Iterator[str]:
+    """One write per user per minute: the second write is refused however slow the
+    machine (a one-second window may roll over between the two)."""
+    install(tmp_path, quota_user_writes=1, quota_window_seconds=60)
+    yield http_server
+    bootstrap.install(None)
+
+
+def test_429_past_the_bound_is_raised_with_retry_after(slow_quota: str):
+    quota = slow_quota
     strict = RetryPolicy(max_retries=3, max_wait=0.5, backoff=0.0)
     with connect(quota, AGENT_KEY, retry=strict) as client:
         client.write_event("first", source_type="chat")

@@ -12,10 +12,11 @@ import pytest
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import WriteCommand
 from memnet.domain.errors import Forbidden
-from memnet.domain.layout import SHARED_OWNER, DocumentRef, user_prefix
+from memnet.domain.layout import SHARED_OWNER, DocumentRef, SnapshotRef, user_prefix
+from memnet.services.replay_writes import replay_caller
 from tests.api.forgetting import drain_forget
 from tests.clients import ApiClient, Reply
-from tests.related.conftest import PRIVACY_KEY, World, command
+from tests.related.conftest import ADMIN_KEY, PRIVACY_KEY, World, command
 
 
 def url(user: str, where: str, tenant: str = "t1") -> str:
@@ -117,3 +118,46 @@ def test_a_users_own_token_reads_but_never_changes_shared_documents(related: Wor
         user_token, _command(DocumentRef("t1", "u1", "semantic", "knowledge.json"))
     )
     assert own["created"] is True
+
+
+def test_one_idempotency_key_through_two_users_paths_is_two_requests(soorma: ApiClient):
+    op = {"op": "add", "path": "/content/knowledge/-", "value": {"content": "same"}}
+    first = soorma.request(
+        "PATCH", url("u1", SHARED), {"ops": [op]}, {"If-None-Match": "*", "Idempotency-Key": "m1"}
+    )
+    assert first.status == 201, first.data
+    again = soorma.request(
+        "PATCH", url("u1", SHARED), {"ops": [op]}, {"If-None-Match": "*", "Idempotency-Key": "m1"}
+    )
+    assert again.status == 201 and again.headers.get("idempotent-replayed") == "true"
+    other = soorma.request(
+        "PATCH",
+        url("u2", SHARED),
+        {"ops": [op]},
+        {"If-Match": first.data["etag"], "Idempotency-Key": "m1"},
+    )
+    assert other.status == 200, other.data  # not 409 IDEMPOTENCY_KEY_REUSED
+
+
+def test_a_shared_documents_history_hides_whose_conversations_taught_it(soorma: ApiClient):
+    op = {"op": "add", "path": "/content/knowledge/-", "value": {"content": "fact"}}
+    body = {"ops": [op], "evidence": {"conversation_id": "u1-private-chat"}}
+    made = soorma.request(
+        "PATCH", url("u1", SHARED), body, {"If-None-Match": "*", "Idempotency-Key": "e1"}
+    )
+    assert made.status == 201, made.data
+    (change,) = soorma.request("GET", url("u2", SHARED) + ":history").data["changes"]
+    assert change["actor"] == "soorma-agent"
+    assert not {"evidence", "origin", "request_id"} & set(change)
+    admin = soorma.as_key(ADMIN_KEY)
+    seen = admin.request("GET", url("u2", SHARED) + ":history?profile_id=soorma-coala-v1")
+    assert seen.data["changes"][0]["evidence"] == {"conversation_id": "u1-private-chat"}
+
+
+def test_a_users_replay_never_writes_a_shared_document(related: World):
+    replay = replay_caller(SnapshotRef("t1", "u1", "c1", "s1"), "soorma-coala-v1")
+    with pytest.raises(Forbidden) as refused:
+        related.services.documents.patch(
+            replay, _command(DocumentRef("t1", "u1", "knowledge", "base.json"))
+        )
+    assert refused.value.code == "USER_FORBIDDEN"
