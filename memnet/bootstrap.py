@@ -39,6 +39,7 @@ from memnet.services.forget_ledger import JobSettings
 from memnet.services.holds import LegalHolds
 from memnet.services.idempotency import IdempotencyStore
 from memnet.services.listing import DocumentListing
+from memnet.services.promotion import Promotion
 from memnet.services.proposal_review import ProposalReview
 from memnet.services.quotas import QuotaLimits, Quotas
 from memnet.services.registry import ProfileRegistry, SchemaKey, load_registry
@@ -114,7 +115,16 @@ def build(
     )
     auth = authenticator or callers.authenticator(settings)
     index = index or search_index(settings)
-    events = EventService(blobs, index, queue, idempotency, clock, tombstones=tombstones)
+    promotion = Promotion(documents, blobs, index, registry, clock)
+    events = EventService(
+        blobs,
+        index,
+        queue,
+        idempotency,
+        clock,
+        tombstones=tombstones,
+        after_index=promotion.after_indexing if promotion.configured else None,
+    )
     records = ReplayRecords(blobs, clock)
     snapshots = SnapshotService(
         blobs, keys or key_provider(settings), queue, records, registry, tombstones

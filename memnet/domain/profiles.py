@@ -20,6 +20,7 @@ from memnet.domain.pointers import Segments
 if TYPE_CHECKING:  # imported when a profile is built: they use the envelope, which uses us
     from memnet.domain.compaction import CompactionRules
     from memnet.domain.freshness import FreshnessRules
+    from memnet.domain.promotion import PromotionRules
     from memnet.domain.ranking import Ranking
     from memnet.domain.upsert import IdentityRule
 
@@ -176,6 +177,7 @@ class Profile:
     freshness: FreshnessRules | None = None
     proposals: ProposalRules = ProposalRules()
     ranking: Ranking | None = None  # search_rules.ranking: the search blend by default
+    promotion: PromotionRules | None = None  # promotion_rules: episodes into an item
 
     def binding(self, binding_id: str) -> Binding | None:
         return next((b for b in self.bindings if b.binding_id == binding_id), None)
@@ -209,7 +211,14 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
         freshness=_build_freshness(raw),
         proposals=ProposalRules(**raw.get("proposal_rules", {})),
         ranking=_build_ranking(raw.get("search_rules", {}).get("ranking")),
+        promotion=_build_promotion(raw.get("promotion_rules")),
     )
+
+
+def _build_promotion(raw: Mapping[str, Any] | None) -> PromotionRules | None:
+    from memnet.domain.promotion import parse_rules
+
+    return None if raw is None else parse_rules(raw)
 
 
 def _build_ranking(raw: Mapping[str, Any] | None) -> Ranking | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, astuple, dataclass, field
 from typing import Any
 
@@ -107,10 +107,16 @@ class IndexJobs:
     """Index and delete jobs for a :class:`SearchIndex`, through a queue."""
 
     def __init__(
-        self, blobs: BlobStore, index: SearchIndex, queue: MessageQueue, queue_name: str
+        self,
+        blobs: BlobStore,
+        index: SearchIndex,
+        queue: MessageQueue,
+        queue_name: str,
+        after_index: Callable[[str, str], None] | None = None,
     ) -> None:
         self._blobs, self._index = blobs, index
         self._queue, self._queue_name = queue, queue_name
+        self._after_index = after_index  # e.g. promotion; never fails the job
 
     def reindex(self, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
         """Queue index jobs for every event blob in scope, and delete jobs for index
@@ -144,6 +150,18 @@ class IndexJobs:
                 stale.setdefault((t, u), []).append(e)
         return stale
 
+    def promote_later(self, tenant_id: str, user_id: str) -> None:
+        """Queue the after-indexing work (promotion) for a user whose events were indexed
+        inline: the write path does not do it. Best effort: a failure is logged, and the
+        user's next event queues it again."""
+        if self._after_index is None:
+            return
+        job = {"action": "promote", "tenant_id": tenant_id, "user_id": user_id, "event_ids": []}
+        try:
+            self._queue.send(self._queue_name, json.dumps(job))
+        except Exception:
+            log.warning("promotion for %s/%s not queued", tenant_id, user_id, exc_info=True)
+
     def enqueue(self, action: str, tenant_id: str, user_id: str, event_ids: list[str]) -> int:
         batches = [event_ids[i : i + JOB_BATCH] for i in range(0, len(event_ids), JOB_BATCH)]
         for batch in batches:
@@ -158,11 +176,15 @@ class IndexJobs:
         return len(batches)
 
     def handle_job(self, body: str) -> IndexReport:
-        """The queue worker: apply one index or delete job. Idempotent; raises on a
+        """The queue worker: apply one index, delete or promote job. Idempotent; raises on a
         transient failure so that the queue retries it (and poisons it after the host's
         max count), never because of one bad event."""
         job = json.loads(body)
         tenant_id, user_id, ids = job["tenant_id"], job["user_id"], job["event_ids"]
+        if job["action"] == "promote":
+            if self._after_index is not None:
+                self._after_index(tenant_id, user_id)
+            return IndexReport(jobs=1)
         if job["action"] == "delete":
             self._index.delete(tenant_id, user_id, ids)
             return IndexReport(jobs=1, removed=len(ids))
@@ -183,6 +205,8 @@ class IndexJobs:
         report.indexed, report.removed = len(done), len(unindexed)
         for s in report.skipped:
             log.warning("event %s/%s/%s not indexable, skipped: %s", *astuple(s))
+        if done and self._after_index is not None:
+            self._after_index(tenant_id, user_id)
         return report
 
     def _entries(

@@ -14,7 +14,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -59,11 +59,12 @@ class EventService:
         clock: Clock,
         queue_name: str = INDEX_QUEUE,
         tombstones: Tombstones | None = None,
+        after_index: Callable[[str, str], None] | None = None,
     ):
         self._blobs, self._index = blobs, index
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._idempotency, self._clock = idempotency, clock
-        self._jobs = IndexJobs(blobs, index, queue, queue_name)
+        self._jobs = IndexJobs(blobs, index, queue, queue_name, after_index)
 
     # -- write and read --------------------------------------------------------------
 
@@ -165,6 +166,7 @@ class EventService:
         try:
             self._index.upsert([indexed(record)])
             telemetry.index_lagged(0.0)  # indexed as it was recorded
+            self._jobs.promote_later(record["tenant_id"], record["user_id"])
             return True
         except Exception:
             log.warning("event %s not indexed inline; queued", record["event_id"], exc_info=True)

@@ -88,3 +88,23 @@ def check_ranking(raw: Mapping[str, Any], src: str) -> None:
     )
     if sum(weights) <= 0:
         raise ConfigError(src, "/search_rules/ranking", "needs a weight above 0")
+
+
+def check_promotion(raw: Mapping[str, Any], src: str) -> None:
+    """``promotion_rules`` writes a user's own fixed-path document, with known fields."""
+    from memnet.domain.profiles import template_fields
+    from memnet.domain.promotion import FIELDS
+
+    rules = raw.get("promotion_rules")
+    if rules is None:
+        return
+    binding = next(
+        (b for b in raw["document_bindings"] if b["binding_id"] == rules["binding"]), None
+    )
+    if binding is None or "path" not in binding or binding.get("scope") == "tenant":
+        raise ConfigError(
+            src, "/promotion_rules/binding", "must name a user binding with a fixed path"
+        )
+    unknown = sorted(template_fields(rules["value"]) - FIELDS)
+    if unknown:
+        raise ConfigError(src, "/promotion_rules/value", f"unknown fields {unknown}")

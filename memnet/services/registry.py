@@ -39,6 +39,7 @@ from memnet.domain.profiles import (
 )
 from memnet.services.profile_checks import (
     check_identities,
+    check_promotion,
     check_ranking,
     check_routing,
     check_scopes,
@@ -174,6 +175,7 @@ def _check_references(raw: Mapping[str, Any], schemas: Mapping[SchemaKey, Any], 
     check_identities(raw, src)
     check_scopes(raw, src)
     check_ranking(raw, src)
+    check_promotion(raw, src)
     _check_statement_rules(raw, src)
 
 

@@ -96,3 +96,33 @@ def test_short_term_memory_leaves_context_when_it_expires(mosaic: ApiClient, rel
     assert "short_term" in assembled(mosaic)
     related.clock.advance(DAY)
     assert "short_term" not in assembled(mosaic)
+
+
+def long_term(client: ApiClient) -> list[dict[str, Any]]:
+    reply = client.request("GET", f"{BASE}/documents/mosaic/long_term.json")
+    return reply.data["document"]["content"]["memories"] if reply.status == 200 else []
+
+
+def test_repeated_episodes_are_promoted_into_long_term_memory(mosaic: ApiClient, related: World):
+    texts = [
+        "User asked how to type a generic function in TypeScript",
+        "User asked how to type a generic function in TypeScript again",
+        "user asked how to type a generic function in typescript",
+    ]
+    for n, text in enumerate(texts[:2]):
+        assert remember(mosaic, n, text, 0.6).status == 201
+    drain(related.services)
+    assert long_term(mosaic) == []  # two episodes are not a pattern yet
+    assert remember(mosaic, 2, texts[2], 0.6).status == 201
+    drain(related.services)
+    (promoted,) = long_term(mosaic)
+    assert promoted["type"] == "semantic" and promoted["importance"] == 0.9
+    assert promoted["metadata"]["original_memories"] == ["evt-2", "evt-1", "evt-0"]
+    history = mosaic.request("GET", f"{BASE}/documents/mosaic/long_term.json:history")
+    (change,) = history.data["changes"]
+    assert (change["actor"], change["reason"]) == ("memnet-promotion", "promotion")
+
+    assert remember(mosaic, 3, texts[0] + " today", 0.6).status == 201
+    drain(related.services)
+    (again,) = long_term(mosaic)  # the same pattern: its item replaced, not a second one
+    assert again["id"] == promoted["id"] and again["metadata"]["episodes"] == 4

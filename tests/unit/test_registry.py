@@ -165,3 +165,22 @@ def test_a_ranking_without_weight_is_refused(profiles: Path):
     with pytest.raises(ConfigError) as caught:
         load_registry(profiles)
     assert caught.value.field == "/search_rules/ranking"
+
+
+def test_promotion_rules_are_checked_at_load(profiles: Path):
+    rules = {"binding": "project_doc", "pointer": "/recent_notes/-", "value": "{text}"}
+    for change, field in (
+        (lambda raw: raw.update(promotion_rules=rules), "/promotion_rules/binding"),
+        (
+            lambda raw: raw.update(
+                promotion_rules={**rules, "binding": "user_dynamic", "value": "{nope}"}
+            ),
+            "/promotion_rules/value",
+        ),
+    ):
+        fresh = profiles.parent / f"promo-{field.replace('/', '_')}"
+        shutil.copytree(profiles, fresh)
+        edit(fresh, change)
+        with pytest.raises(ConfigError) as caught:
+            load_registry(fresh)
+        assert caught.value.field == field, caught.value
