@@ -28,6 +28,16 @@ def edit(directory: Path, change) -> None:  # type: ignore[no-untyped-def]
     path.write_text(json.dumps(raw))
 
 
+def refused_field(profiles: Path, change) -> str:  # type: ignore[no-untyped-def]
+    """The field the loader names when a fresh copy of ``profiles`` gets ``change``."""
+    fresh = profiles.parent / f"case-{len(list(profiles.parent.iterdir()))}"
+    shutil.copytree(profiles, fresh)
+    edit(fresh, change)
+    with pytest.raises(ConfigError) as caught:
+        load_registry(fresh)
+    return caught.value.field
+
+
 def test_shipped_profiles_load():
     registry = load_registry(PROFILES)
     assert registry.profile_ids() == ["project-copilot-v1"]
@@ -120,12 +130,7 @@ def test_bad_short_lived_and_lookup_members_are_refused(profiles: Path):
         ),
         (lambda raw: raw["document_bindings"][2].update(item_identity={"/x": {}}), "item_identity"),
     ):
-        fresh = profiles.parent / f"case-{field}"
-        shutil.copytree(profiles, fresh)
-        edit(fresh, change)
-        with pytest.raises(ConfigError) as caught:
-            load_registry(fresh)
-        assert caught.value.field.startswith("/document_bindings/2"), caught.value
+        assert refused_field(profiles, change).startswith("/document_bindings/2"), field
 
 
 def test_shared_bindings_are_checked_at_load(profiles: Path):
@@ -139,12 +144,7 @@ def test_shared_bindings_are_checked_at_load(profiles: Path):
             "/confidence_rules/pending_sections/user_dynamic",
         ),
     ):
-        fresh = profiles.parent / f"scope-{field.replace('/', '_')}"
-        shutil.copytree(profiles, fresh)
-        edit(fresh, change)
-        with pytest.raises(ConfigError) as caught:
-            load_registry(fresh)
-        assert caught.value.field == field, caught.value
+        assert refused_field(profiles, change) == field
 
 
 def test_who_may_patch_a_binding():
@@ -178,9 +178,4 @@ def test_promotion_rules_are_checked_at_load(profiles: Path):
             "/promotion_rules/value",
         ),
     ):
-        fresh = profiles.parent / f"promo-{field.replace('/', '_')}"
-        shutil.copytree(profiles, fresh)
-        edit(fresh, change)
-        with pytest.raises(ConfigError) as caught:
-            load_registry(fresh)
-        assert caught.value.field == field, caught.value
+        assert refused_field(profiles, change) == field
