@@ -23,7 +23,7 @@ from memnet.domain.compaction import contradicts, similarity
 from memnet.domain.pointers import Segments
 from memnet.domain.profiles import fill_value
 
-FIELDS = frozenset({"id", "text", "event_ids", "count", "confidence", "timestamp"})
+FIELDS = frozenset({"id", "text", "event_ids", "count", "confidence", "timestamp", "evidence"})
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,22 @@ class Pattern:
             "count": len(self.events),
             "confidence": rules.confidence,
             "timestamp": timestamp,
+            "evidence": self.evidence(),
         }
         return fill_value(rules.value, fields)
+
+    def evidence(self) -> dict[str, Any]:
+        """Where the item's text came from: the newest episode's conversation (its
+        ``evidence.conversation_id`` or ``snapshot_uri``), so that forgetting that
+        conversation retracts the item (memnet.domain.retraction), and the episodes."""
+        newest = self.events[0]
+        found: dict[str, Any] = {"event_ids": self.event_ids}
+        given = newest.get("evidence")
+        if isinstance(given, Mapping) and isinstance(given.get("conversation_id"), str):
+            found["conversation_id"] = given["conversation_id"]
+        if isinstance(newest.get("snapshot_uri"), str):
+            found["snapshot_uri"] = newest["snapshot_uri"]
+        return found
 
 
 def patterns(rules: PromotionRules, events: Sequence[Mapping[str, Any]]) -> list[Pattern]:

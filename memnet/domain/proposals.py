@@ -15,9 +15,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memnet.domain import pointers
+from memnet.domain.compaction import Plan, Removed
 from memnet.domain.envelope import CONTENT, canonical
 from memnet.domain.errors import BadRequest
 from memnet.domain.pointers import Segments
+from memnet.domain.profiles import Binding, Profile
 from memnet.domain.timestamps import parse_timestamp
 
 NOT_WRITABLE = "a pending item's target_path must be a path this binding lets ops write."
@@ -143,3 +145,25 @@ def proposer_violations(
             path = pointers.render((*where, "proposed_at"))
             found.append(("PROPOSED_AT_INVALID", "proposed_at must be a past time.", path))
     return found
+
+
+def expired_plan(profile: Profile, binding: Binding, content: Any, now: datetime) -> Plan:
+    """The compaction job's removal of the binding's pending items whose ``proposed_at``
+    plus the profile's ``proposal_rules.ttl_seconds`` has passed (docs/proposals.md):
+    they could only be rejected; the job rejects them, reason ``proposal_expired``."""
+    ttl = profile.proposals.ttl_seconds
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    if ttl is None or pending is None:
+        return Plan()
+    items = items_at(content, pending)
+    gone = [
+        index
+        for index, item in enumerate(items)
+        if (until := expires_at(item, timedelta(seconds=ttl))) is not None and until <= now
+    ]
+    plan = Plan(reason_codes=["proposal_expired"] if gone else [])
+    for index in reversed(gone):
+        path = pointers.render((CONTENT, *pending, str(index)))
+        plan.ops.append({"op": "remove", "path": path})
+        plan.removed.append(Removed(path, items[index], "proposal_expired", False))
+    return plan

@@ -31,14 +31,14 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from memnet.domain import compaction, freshness
+from memnet.domain import compaction, freshness, proposals
 from memnet.domain.callers import ANY, Caller
 from memnet.domain.compaction import Plan, Protection
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import char_count
 from memnet.domain.errors import EtagMismatch, MemnetError
 from memnet.domain.layout import DocumentRef
-from memnet.domain.patching import parse_ops
+from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.proposals import items_at
 from memnet.ports import BlobInfo, BlobStore, Clock, MessageQueue, SearchIndex
 from memnet.services.audit import AuditLog
@@ -125,18 +125,30 @@ class CompactionService:
         return self._registry.profile_ids()
 
     def _plan(self, target: Target, stored: StoredDocument) -> Plan:
+        """Expired proposals out first (:func:`memnet.domain.proposals.expired_plan`),
+        then the binding's compaction rules over what is left."""
+        content = stored.document["content"]
+        expired = proposals.expired_plan(target.profile, target.binding, content, self._clock.now())
         rules = target.profile.compaction.get(target.binding.binding_id)
         if rules is None:
-            return Plan()
+            return expired
+        if expired.ops:
+            content = apply_ops({"content": content}, parse_ops(expired.ops))["content"]
         confidence = target.profile.confidence
         protection = Protection(
             confidence.durable_sections.get(target.binding.binding_id, ()),
             confidence.min_durable,
         )
-        content = stored.document["content"]
-        envelope = char_count(stored.document) - char_count(content)
+        envelope = char_count(stored.document) - char_count(stored.document["content"])
         max_ops = target.profile.max_ops_per_patch
-        return compaction.plan(content, rules, protection, envelope, max_ops)
+        planned = compaction.plan(content, rules, protection, envelope, max_ops)
+        return Plan(
+            ops=expired.ops + planned.ops,
+            removed=expired.removed + planned.removed,
+            reason_codes=sorted(set(expired.reason_codes + planned.reason_codes)),
+            within_targets=planned.within_targets,
+            why_not=planned.why_not,
+        )
 
     def _apply(
         self, target: Target, stored: StoredDocument, plan: Plan, dry_run: bool

@@ -247,3 +247,17 @@ def test_jobs_are_not_held_to_review_required(related: World):
     written = related.services.documents.patch(job, command)
     assert "redirected_ops" not in written["body"]
     assert written["body"]["document"]["content"]["memories"]["a2p:semantic"] == [value]
+
+
+def test_the_compaction_job_removes_expired_proposals(a2p: ApiClient, related: World):
+    propose(a2p, memory(1), "p1")
+    propose(a2p, memory(2), "p2", a2p.request("GET", MEMORIES).headers["etag"])
+    assert len(queue(a2p)) == 2
+    early = related.services.compaction.compact("t1", "u1", "a2p", "memories.json")
+    assert not early.get("changed") and len(queue(a2p)) == 2  # not expired yet
+    related.clock.advance(WEEK)
+    status = related.services.compaction.compact("t1", "u1", "a2p", "memories.json")
+    assert status["changed"] is True and "proposal_expired" in status["reason_codes"], status
+    assert queue(a2p) == [] and content(a2p)["memories"]["a2p:semantic"] == []
+    (change, *_) = a2p.request("GET", MEMORIES + ":history").data["changes"]
+    assert change["reason"] == "compaction" and "proposal_expired" in change["reason_codes"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.api.forgetting import drain_forget
 from tests.api.test_events import drain, event, ids, post, search
 from tests.clients import ApiClient, Reply
 from tests.related.conftest import World
@@ -126,3 +127,25 @@ def test_repeated_episodes_are_promoted_into_long_term_memory(mosaic: ApiClient,
     drain(related.services)
     (again,) = long_term(mosaic)  # the same pattern: its item replaced, not a second one
     assert again["id"] == promoted["id"] and again["metadata"]["episodes"] == 4
+
+
+def test_forgetting_the_conversation_a_promoted_item_came_from_retracts_it(
+    mosaic: ApiClient, related: World
+):
+    text = "User asked how to rotate the API keys"
+    for n in range(3):
+        body = event(
+            event_id=f"evt-k{n}",
+            digest=f"{text} {'again ' * n}".strip(),
+            keywords=[],
+            project_ids=[],
+            evidence={"conversation_id": "sess-9"},
+        )
+        assert post(mosaic, body, f"k{n}", BASE).status == 201
+    drain(related.services)
+    (promoted,) = long_term(mosaic)
+    assert promoted["evidence"]["conversation_id"] == "sess-9"
+    forgot = mosaic.request("DELETE", f"{BASE}/conversations/sess-9")
+    assert forgot.status == 202, forgot.data
+    drain_forget(related.services)
+    assert long_term(mosaic) == []
