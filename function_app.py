@@ -115,7 +115,7 @@ def reindex(req: func.HttpRequest) -> func.HttpResponse:
 
 @app.queue_trigger(arg_name="msg", queue_name="memnet-index", connection="MEMNET_QUEUE")
 def index_events(msg: func.QueueMessage) -> None:
-    """The index worker: one index or delete job per message; raising retries it."""
+    """The index worker: one index, delete or promote job per message; raising retries it."""
     handle_index_job(msg.get_body().decode("utf-8"))
 
 

@@ -124,6 +124,7 @@ def build(
         clock,
         tombstones=tombstones,
         after_index=promotion.after_indexing if promotion.configured else None,
+        promote_delay=settings.promote_delay_seconds,
     )
     records = ReplayRecords(blobs, clock)
     snapshots = SnapshotService(

@@ -41,6 +41,7 @@ class Settings:
     context_index_ttl_seconds: float = 1.0
     context_semantic_ttl_seconds: float = 30.0
     context_read_workers: int = 8
+    promote_delay_seconds: float = 30.0  # a burst of events promotes once, after it
     keys: str = "local"
     key_file: Path | None = None  # default: <data_dir>/keys/snapshot-kek.json
     keyvault_key_id: str | None = None
@@ -105,6 +106,7 @@ class Settings:
             context_index_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_INDEX_TTL_SECONDS", 1.0),
             context_semantic_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS", 30.0),
             context_read_workers=_int(env, "MEMNET_CONTEXT_READ_WORKERS", 8),
+            promote_delay_seconds=_seconds(env, "MEMNET_PROMOTE_DELAY_SECONDS", 30.0),
             keys=env.get("MEMNET_KEYS", "local"),
             key_file=_path(env.get("MEMNET_KEY_FILE")),
             keyvault_key_id=env.get("MEMNET_KEYVAULT_KEY_ID") or None,

@@ -20,8 +20,10 @@ from typing import Any
 
 from memnet.domain import pointers
 from memnet.domain.compaction import contradicts, similarity
+from memnet.domain.errors import BadRequest
 from memnet.domain.pointers import Segments
 from memnet.domain.profiles import fill_value
+from memnet.domain.timestamps import parse_timestamp
 
 FIELDS = frozenset({"id", "text", "event_ids", "count", "confidence", "timestamp", "evidence"})
 
@@ -64,19 +66,27 @@ class Pattern:
     def event_ids(self) -> list[str]:
         return [str(e["event_id"]) for e in self.events]
 
-    def item(self, rules: PromotionRules, timestamp: str) -> Any:
-        """The item this pattern promotes to, from the profile's template."""
+    def item(self, rules: PromotionRules, item_id: str | None = None) -> Any:
+        """The item this pattern promotes to, from the profile's template: deterministic
+        (``{timestamp}`` is the newest episode's), so promoting an unchanged pattern
+        again writes nothing. ``item_id``: the id of the item promoted from this pattern
+        before (:func:`known_ids`), else one derived from the oldest episode."""
         oldest = str(self.events[-1]["event_id"])
         fields = {
-            "id": "promoted-" + hashlib.sha256(oldest.encode()).hexdigest()[:16],
+            "id": item_id or "promoted-" + hashlib.sha256(oldest.encode()).hexdigest()[:16],
             "text": str(self.events[0]["digest"]),
             "event_ids": self.event_ids,
             "count": len(self.events),
             "confidence": rules.confidence,
-            "timestamp": timestamp,
+            "timestamp": str(self.events[0].get("timestamp", "")),
             "evidence": self.evidence(),
         }
         return fill_value(rules.value, fields)
+
+    def known_id(self, known: Mapping[str, set[str]]) -> str | None:
+        """The id of an existing item promoted from any of these episodes."""
+        mine = set(self.event_ids)
+        return next((item_id for item_id, ids in known.items() if ids & mine), None)
 
     def evidence(self) -> dict[str, Any]:
         """Where the item's text came from: the newest episode's conversation (its
@@ -92,11 +102,46 @@ class Pattern:
         return found
 
 
+def known_ids(rules: PromotionRules, items: Sequence[Any]) -> dict[str, set[str]]:
+    """Each existing item's id and the episodes it was promoted from, read where the
+    template puts ``{id}`` and ``{event_ids}`` (none: nothing is known)."""
+    id_at, ids_at = _field_path(rules.value, "id"), _field_path(rules.value, "event_ids")
+    if id_at is None or ids_at is None:
+        return {}
+    found: dict[str, set[str]] = {}
+    for item in items:
+        try:
+            item_id, ids = pointers.resolve(item, id_at), pointers.resolve(item, ids_at)
+        except KeyError:
+            continue
+        if isinstance(item_id, str) and isinstance(ids, list):
+            found[item_id] = {i for i in ids if isinstance(i, str)}
+    return found
+
+
+def _field_path(template: Any, name: str, at: Segments = ()) -> Segments | None:
+    """Where in ``template`` the string ``{name}`` stands, whole."""
+    if template == "{" + name + "}":
+        return at
+    if isinstance(template, dict):
+        for key, value in template.items():
+            found = _field_path(value, name, (*at, key))
+            if found is not None:
+                return found
+    return None
+
+
 def patterns(rules: PromotionRules, events: Sequence[Mapping[str, Any]]) -> list[Pattern]:
-    """The groups of at least ``min_episodes`` alike episodes among ``events`` (newest
-    first), largest first."""
+    """The groups of at least ``min_episodes`` alike episodes among ``events``, largest
+    first. Events are taken newest first, equal times by event id, whatever order the
+    index gave them."""
     groups: list[list[Mapping[str, Any]]] = []
-    for event in events:
+    ordered = sorted(
+        events,
+        key=lambda e: (str(e.get("timestamp", "")), str(e.get("event_id", ""))),
+        reverse=True,
+    )
+    for event in ordered:
         if not _episode(rules, event):
             continue
         text = str(event.get("digest", ""))
@@ -107,6 +152,15 @@ def patterns(rules: PromotionRules, events: Sequence[Mapping[str, Any]]) -> list
             group.append(event)
     found = [Pattern(tuple(g)) for g in groups if len(g) >= rules.min_episodes]
     return sorted(found, key=lambda p: -len(p.events))
+
+
+def _when(event: Mapping[str, Any]) -> tuple[float, str]:
+    """Sort key (descending: newest first, equal times by the larger event id)."""
+    try:
+        moment = parse_timestamp(event.get("timestamp"), "timestamp").timestamp()
+    except BadRequest:
+        moment = 0.0
+    return moment, str(event.get("event_id", ""))
 
 
 def _episode(rules: PromotionRules, event: Mapping[str, Any]) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, astuple, dataclass, field
@@ -103,6 +104,9 @@ def indexed(record: dict[str, Any]) -> IndexedEvent:
     )
 
 
+PROMOTE_MEMORY = 10_000  # users remembered; past that the memory starts again
+
+
 class IndexJobs:
     """Index and delete jobs for a :class:`SearchIndex`, through a queue."""
 
@@ -113,10 +117,13 @@ class IndexJobs:
         queue: MessageQueue,
         queue_name: str,
         after_index: Callable[[str, str], None] | None = None,
+        promote_delay: float = 30.0,
     ) -> None:
         self._blobs, self._index = blobs, index
+        self._promote_delay = promote_delay
         self._queue, self._queue_name = queue, queue_name
         self._after_index = after_index  # e.g. promotion; never fails the job
+        self._promote_sent: dict[tuple[str, str], float] = {}  # per user, this process
 
     def reindex(self, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
         """Queue index jobs for every event blob in scope, and delete jobs for index
@@ -152,13 +159,22 @@ class IndexJobs:
 
     def promote_later(self, tenant_id: str, user_id: str) -> None:
         """Queue the after-indexing work (promotion) for a user whose events were indexed
-        inline: the write path does not do it. Best effort: a failure is logged, and the
+        inline: the write path does not do it. The job becomes visible ``promote_delay``
+        seconds later, and this process queues no other for the user meanwhile: a burst
+        of events promotes once, after it. Best effort: a failure is logged, and the
         user's next event queues it again."""
         if self._after_index is None:
             return
+        now, key = time.monotonic(), (tenant_id, user_id)
+        if now - self._promote_sent.get(key, -math.inf) < self._promote_delay:
+            return  # a job is queued for after this burst: it will see these events too
+        if len(self._promote_sent) > PROMOTE_MEMORY:
+            self._promote_sent.clear()
+        self._promote_sent[key] = now
         job = {"action": "promote", "tenant_id": tenant_id, "user_id": user_id, "event_ids": []}
         try:
-            self._queue.send(self._queue_name, json.dumps(job))
+            delay = math.ceil(self._promote_delay)
+            self._queue.send(self._queue_name, json.dumps(job), delay_seconds=delay)
         except Exception:
             log.warning("promotion for %s/%s not queued", tenant_id, user_id, exc_info=True)
 

@@ -60,11 +60,12 @@ class EventService:
         queue_name: str = INDEX_QUEUE,
         tombstones: Tombstones | None = None,
         after_index: Callable[[str, str], None] | None = None,
+        promote_delay: float = 30.0,
     ):
         self._blobs, self._index = blobs, index
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._idempotency, self._clock = idempotency, clock
-        self._jobs = IndexJobs(blobs, index, queue, queue_name, after_index)
+        self._jobs = IndexJobs(blobs, index, queue, queue_name, after_index, promote_delay)
 
     # -- write and read --------------------------------------------------------------
 

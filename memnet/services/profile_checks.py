@@ -108,3 +108,13 @@ def check_promotion(raw: Mapping[str, Any], src: str) -> None:
     unknown = sorted(template_fields(rules["value"]) - FIELDS)
     if unknown:
         raise ConfigError(src, "/promotion_rules/value", f"unknown fields {unknown}")
+    section = rules["pointer"].removesuffix("/-")
+    writable = raw.get("writable_path_rules", {}).get(binding["binding_id"], [])
+    parsed = pointers.parse(section)
+    if not any(pointers.is_within(parsed, pointers.parse(r)) for r in writable):
+        raise ConfigError(src, "/promotion_rules/pointer", "is not writable in the binding")
+    if "write" not in binding.get("write_roles", ["write"]):
+        raise ConfigError(src, "/promotion_rules/binding", "its write_roles leave out write")
+    if section not in binding.get("item_identity", {}):
+        # without it every run would append the same patterns again
+        raise ConfigError(src, "/promotion_rules/pointer", "its section needs item_identity")

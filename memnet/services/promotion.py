@@ -19,14 +19,14 @@ from typing import Any
 
 from memnet.domain import pointers
 from memnet.domain.callers import ANY, Caller
-from memnet.domain.document_model import Precondition, WriteCommand
+from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, canonical
 from memnet.domain.errors import EtagMismatch, MemnetError
-from memnet.domain.layout import DocumentRef
+from memnet.domain.layout import DocumentRef, user_prefix
 from memnet.domain.patching import parse_ops
+from memnet.domain.pointers import Segments
 from memnet.domain.profiles import Profile
-from memnet.domain.promotion import patterns
-from memnet.domain.timestamps import format_millis
+from memnet.domain.promotion import known_ids, patterns
 from memnet.ports import BlobStore, Clock, EventQuery, SearchIndex
 from memnet.services.documents import DocumentService
 from memnet.services.event_index import load_event
@@ -50,6 +50,13 @@ class Promotion:
         self._documents, self._blobs, self._index = documents, blobs, index
         self._registry, self._clock = registry, clock
 
+    def _uses(self, profile: Profile, tenant_id: str, user_id: str) -> bool:
+        """Whether the user holds a document in a namespace of the profile's own
+        (user-scoped) bindings: one listing call per namespace, at most."""
+        namespaces = sorted({b.namespace for b in profile.bindings if not b.shared})
+        prefix = user_prefix(tenant_id, user_id) + "documents/"
+        return any(self._blobs.list_page(f"{prefix}{ns}/", None, 1).items for ns in namespaces)
+
     @property
     def configured(self) -> bool:
         """Whether any loaded profile promotes (else the index worker needs no hook)."""
@@ -71,10 +78,14 @@ class Promotion:
 
     def promote(self, profile: Profile, tenant_id: str, user_id: str) -> dict[str, Any] | None:
         """Write the user's patterns into the profile's binding; the write's answer, or
-        None when there was nothing to promote."""
+        None when there was nothing to promote, or the user does not use the profile
+        (holds no document of its bindings: events carry no profile, and promotion must
+        not start documents for users of other profiles)."""
         rules = profile.promotion
         binding = profile.binding(rules.binding_id) if rules else None
         if rules is None or binding is None or binding.path is None:
+            return None
+        if not self._uses(profile, tenant_id, user_id):
             return None
         query = EventQuery(
             tenant_id, user_id, top_k=rules.max_events, source_types=rules.source_types
@@ -87,15 +98,18 @@ class Promotion:
         found = patterns(rules, events)[:MAX_PATTERNS]
         if not found:
             return None
-        now = format_millis(self._clock.now())
         target = pointers.render((CONTENT, *rules.pointer))
-        ops = [{"op": "add", "path": target, "value": p.item(rules, now)} for p in found]
         evidence = {"event_ids": sorted({i for p in found for i in p.event_ids})}
         ref = DocumentRef(tenant_id, user_id, binding.namespace, binding.path)
         caller = _job_caller(tenant_id, user_id, profile.profile_id)
         for attempt in range(1, _ATTEMPTS + 1):
             current = self._documents.load(ref)
             etag = current.etag if current else None
+            known = known_ids(rules, _items(current, rules.pointer[:-1]))
+            ops = [
+                {"op": "add", "path": target, "value": p.item(rules, p.known_id(known))}
+                for p in found
+            ]
             command = WriteCommand(
                 ref=ref,
                 profile_id=profile.profile_id,
@@ -115,6 +129,16 @@ class Promotion:
                 if attempt == _ATTEMPTS:
                     raise
         return None
+
+
+def _items(current: StoredDocument | None, section: Segments) -> list[Any]:
+    if current is None:
+        return []
+    try:
+        found = pointers.resolve(current.document.get("content"), section)
+    except KeyError:
+        return []
+    return found if isinstance(found, list) else []
 
 
 def _job_caller(tenant_id: str, user_id: str, profile_id: str) -> Caller:

@@ -38,6 +38,7 @@ DEFAULTED = {
     "MEMNET_CONTEXT_INDEX_TTL_SECONDS": "tuning; code default",
     "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS": "tuning; code default",
     "MEMNET_CONTEXT_READ_WORKERS": "tuning; code default",
+    "MEMNET_PROMOTE_DELAY_SECONDS": "tuning; code default",
     "MEMNET_REPLAY_RETRY_BASE_SECONDS": "tuning; code default",
     "MEMNET_REPLAY_RETRY_LIMIT": "tuning; code default",
     "MEMNET_RETENTION_FILE": "optional ceilings file; docs/governance.md",

@@ -40,6 +40,7 @@ def related(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
         callers_file=RELATED / "callers.dev.json",
         sweep_page_size=3,
         idempotency_ttl_seconds=3 * 86400,  # outlives a day-long TTL: replays of expired writes
+        promote_delay_seconds=0.0,  # promotion jobs visible at once (the tests drain them)
     )
     clock = MovableClock()
     services = bootstrap.build(settings, clock=clock)

@@ -110,6 +110,7 @@ def test_repeated_episodes_are_promoted_into_long_term_memory(mosaic: ApiClient,
         "User asked how to type a generic function in TypeScript again",
         "user asked how to type a generic function in typescript",
     ]
+    assert short_term(mosaic, "Working on the parser").status == 201  # uses mosaic-v1
     for n, text in enumerate(texts[:2]):
         assert remember(mosaic, n, text, 0.6).status == 201
     drain(related.services)
@@ -133,6 +134,7 @@ def test_forgetting_the_conversation_a_promoted_item_came_from_retracts_it(
     mosaic: ApiClient, related: World
 ):
     text = "User asked how to rotate the API keys"
+    assert short_term(mosaic, "Working on the parser").status == 201  # uses mosaic-v1
     for n in range(3):
         body = event(
             event_id=f"evt-k{n}",
@@ -149,3 +151,30 @@ def test_forgetting_the_conversation_a_promoted_item_came_from_retracts_it(
     assert forgot.status == 202, forgot.data
     drain_forget(related.services)
     assert long_term(mosaic) == []
+
+
+def test_promotion_writes_nothing_when_nothing_changed_and_nothing_for_other_users(
+    mosaic: ApiClient, related: World
+):
+    assert short_term(mosaic, "Working on the parser").status == 201
+    for n in range(3):
+        assert remember(mosaic, n, "User prefers tabs over spaces", 0.6).status == 201
+    drain(related.services)
+    url = f"{BASE}/documents/mosaic/long_term.json:history"
+    before = mosaic.request("GET", url).data["changes"]
+    for n in range(3, 6):  # unrelated events: the pattern is unchanged
+        assert remember(mosaic, n, f"Unrelated note number {n} about lunch", 0.2).status == 201
+    drain(related.services)
+    assert mosaic.request("GET", url).data["changes"] == before
+    other = "/v1/tenants/t1/users/stranger"
+    for n in range(3):  # a user who holds no mosaic-v1 document gets none
+        body = event(
+            event_id=f"evt-s{n}",
+            digest="User prefers tabs over spaces",
+            keywords=[],
+            project_ids=[],
+        )
+        assert post(mosaic, body, f"s{n}", other).status == 201
+    drain(related.services)
+    reply = mosaic.request("GET", f"{other}/documents/mosaic/long_term.json")
+    assert reply.status == 404

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memnet.domain.promotion import parse_rules, patterns
+from memnet.domain.promotion import known_ids, parse_rules, patterns
 
 RULES = parse_rules(
     {
@@ -29,7 +29,7 @@ def test_three_alike_episodes_make_one_item_from_the_newest():
         episode(0, "User booked a flight to Oslo"),
     ]
     (found,) = patterns(RULES, events)
-    item = found.item(RULES, "2026-11-24T10:00:00.000Z")
+    item = found.item(RULES)
     assert item["content"] == "User asked about TypeScript generics again"
     assert item["from"] == ["evt-3", "evt-2", "evt-1"] and item["n"] == 3
     assert item["id"].startswith("promoted-")
@@ -39,8 +39,8 @@ def test_the_items_id_stays_as_newer_episodes_join():
     older = [episode(2, "Prefers tea in the morning"), episode(1, "prefers tea in the morning")]
     base = [episode(3, "Prefers tea in the morning!"), *older]
     more = [episode(4, "Prefers tea in the morning, as usual"), *base]
-    first = patterns(RULES, base)[0].item(RULES, "t")
-    later = patterns(RULES, more)[0].item(RULES, "t")
+    first = patterns(RULES, base)[0].item(RULES)
+    later = patterns(RULES, more)[0].item(RULES)
     assert first["id"] == later["id"] and later["n"] == 4
 
 
@@ -75,4 +75,20 @@ def test_source_types_and_importance_choose_the_episodes():
     ]
     assert patterns(rules, events) == []
     events.append(episode(5, "likes jazz", importance=0.6))
-    assert [p.event_ids for p in patterns(rules, events)] == [["evt-1", "evt-5"]]
+    assert [p.event_ids for p in patterns(rules, events)] == [["evt-5", "evt-1"]]
+
+
+def test_an_item_keeps_its_id_when_its_oldest_episode_leaves_the_window():
+    window = [episode(n, "Prefers tea in the morning") for n in (4, 3, 2)]
+    first = patterns(RULES, window)[0].item(RULES)
+    known = known_ids(RULES, [first])
+    moved = [episode(n, "Prefers tea in the morning") for n in (5, 4, 3)]  # evt-2 gone
+    pattern = patterns(RULES, moved)[0]
+    assert pattern.item(RULES, pattern.known_id(known))["id"] == first["id"]
+    assert pattern.item(RULES)["id"] != first["id"]  # what the oldest alone would give
+
+
+def test_equal_times_order_by_event_id_whatever_the_index_gave():
+    at = "2026-11-24T10:00:00Z"
+    events = [episode(n, "Prefers tea in the morning", timestamp=at) for n in (1, 3, 2)]
+    assert patterns(RULES, events)[0].event_ids == ["evt-3", "evt-2", "evt-1"]

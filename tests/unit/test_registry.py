@@ -177,5 +177,11 @@ def test_promotion_rules_are_checked_at_load(profiles: Path):
             ),
             "/promotion_rules/value",
         ),
+        (
+            lambda raw: raw.update(
+                promotion_rules={**rules, "binding": "user_dynamic", "pointer": "/preferences/-"}
+            ),
+            "/promotion_rules/pointer",  # no item_identity on /preferences
+        ),
     ):
         assert refused_field(profiles, change) == field
