@@ -1,10 +1,11 @@
-"""Sensitivity classes (issue 15, capability 5; WORK IN PROGRESS on branch
-wip/sensitivity, not wired into any route yet). Pure: no I/O.
+"""Sensitivity classes (issue 15, capability 5; docs/profiles.md "Sensitivity"). Pure:
+no I/O.
 
 A profile's ``sensitivity_rules`` order classes from least to most sensitive
 (``standard`` < ``restricted`` < ``sensitive``) and say where a class comes from: an
-item's own member (``field``), a prefix of another member (``by_field``: a2p's category
-``a2p:health.*`` is ``restricted``), or the section it lies in (``sections``). An *item*
+item's own member (``field``), a prefix of another member (``by_field``: a category
+``health`` and ``health.sleep`` are ``restricted``), or the section it lies in
+(``sections``). An *item*
 is an object that is an element of an array; a section's class covers everything under
 it. A caller sees the document *view*: the content without the array elements and
 section members above its clearance. Its ops address the view; :func:`to_stored`
@@ -39,11 +40,15 @@ class SensitivityRules:
         return self.classes.index(name) if name in self.classes else 0
 
     def clearance(self, name: str | None, admin: bool) -> int:
-        """A caller's clearance: its own class if known, the highest for an admin,
-        else the lowest."""
+        """A caller's clearance: its own class if known (``*``: every class, the
+        service's own jobs), the highest for an admin without one, else the lowest."""
         if name in self.classes:
             return self.classes.index(name)
-        return len(self.classes) - 1 if admin else 0
+        return len(self.classes) - 1 if admin or name == "*" else 0
+
+    @property
+    def highest(self) -> int:
+        return len(self.classes) - 1
 
     def section_rank(self, at: Segments) -> int:
         """The highest class of the sections containing content path ``at``."""

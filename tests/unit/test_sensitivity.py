@@ -1,5 +1,4 @@
-"""Sensitivity views, index translation and write checks (memnet.domain.sensitivity;
-work in progress: not wired into routes yet)."""
+"""Sensitivity views, index translation and write checks (memnet.domain.sensitivity)."""
 
 from __future__ import annotations
 
