@@ -19,17 +19,22 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
 from typing import Any
 
 from memnet.domain import pointers, proposals
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, canonical
-from memnet.domain.errors import Conflict, EtagMismatch, Forbidden, NotFound, Unprocessable
+from memnet.domain.errors import Conflict, EtagMismatch, NotFound
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import parse_ops
 from memnet.domain.profiles import Binding, Profile
+from memnet.domain.proposal_queue import (
+    check_approvable,
+    find_items,
+    queue_items,
+    write_target,
+)
 from memnet.domain.timestamps import format_millis
 from memnet.ports import Clock
 from memnet.services.audit import AuditLog
@@ -82,7 +87,7 @@ class ProposalReview:
             ref = DocumentRef(tenant_id, user_id, binding.namespace, path)
             stored = self._documents.load(ref)
             if stored is not None:
-                found += _queue_items(profile, binding, ref, stored, now)
+                found += queue_items(profile, binding, ref, stored, now)
         return {"proposals": found, "more": more}
 
     def _documents_with_proposals(
@@ -124,7 +129,11 @@ class ProposalReview:
         binding = self._pending_binding(profile, ref)
         for _ in range(_ATTEMPTS):
             stored = self._documents.load(ref)
-            found = None if stored is None else _find(profile, binding, ref, stored, review)
+            found = (
+                None
+                if stored is None
+                else find_items(profile, binding, ref, stored, review.proposal_id)
+            )
             if stored is None or found is None:
                 return self._earlier(ref, stored, review)
             try:
@@ -152,14 +161,14 @@ class ProposalReview:
         indexes, item = found
         status = DECISIONS[review.decision]
         if review.decision != "reject":
-            _check_approvable(caller, profile, item, self._clock.now())
+            check_approvable(caller, profile, item, self._clock.now())
         pending = profile.confidence.pending_sections[binding.binding_id]
         ops: list[dict[str, Any]] = [
             {"op": "remove", "path": pointers.render((CONTENT, *pending, str(index)))}
             for index in sorted(indexes, reverse=True)
         ]
         if review.decision != "reject":
-            op, target = _target(item, pending)
+            op, target = write_target(item, pending)
             value = review.candidate if review.decision == "edit" else item.get("candidate")
             ops.insert(0, {"op": op, "path": target, "value": value})
         decided: dict[str, Any] = {
@@ -210,81 +219,6 @@ class ProposalReview:
         raise _not_found()
 
 
-def _queue_items(
-    profile: Profile, binding: Binding, ref: DocumentRef, stored: StoredDocument, now: datetime
-) -> list[dict[str, Any]]:
-    pending = profile.confidence.pending_sections[binding.binding_id]
-    content = stored.document.get("content")
-    found = []
-    for index, item in enumerate(proposals.items_at(content, pending)):
-        if not isinstance(item, dict):
-            continue
-        expires = proposals.expires_at(item, _ttl(profile))
-        found.append(
-            {
-                "proposal_id": proposals.proposal_id(ref.namespace, ref.path, item),
-                "status": "expired" if expires is not None and expires <= now else "pending",
-                "namespace": ref.namespace,
-                "path": ref.path,
-                "binding_id": binding.binding_id,
-                "index": index,
-                "expires_at": None if expires is None else format_millis(expires),
-                "etag": stored.etag,
-                "item": item,
-            }
-        )
-    return found
-
-
-def _find(
-    profile: Profile, binding: Binding, ref: DocumentRef, stored: StoredDocument, review: Review
-) -> tuple[list[int], dict[str, Any]] | None:
-    """The indexes of the proposal's item (identical items are one proposal: a decision
-    removes them all, so it is applied once) and the item; None if absent."""
-    pending = profile.confidence.pending_sections[binding.binding_id]
-    items = proposals.items_at(stored.document.get("content"), pending)
-    found = [
-        index
-        for index, item in enumerate(items)
-        if isinstance(item, dict)
-        and proposals.proposal_id(ref.namespace, ref.path, item) == review.proposal_id
-    ]
-    return (found, items[found[0]]) if found else None
-
-
-def _check_approvable(
-    caller: Caller, profile: Profile, item: dict[str, Any], now: datetime
-) -> None:
-    if item.get("proposed_by") == caller.caller_id and not profile.proposals.self_approval:
-        raise Forbidden(
-            "A caller may not approve its own proposal (proposal_rules.self_approval).",
-            code="SELF_APPROVAL_FORBIDDEN",
-        )
-    expires = proposals.expires_at(item, _ttl(profile))
-    if expires is not None and expires <= now:
-        raise Conflict(
-            "The proposal expired; it may only be rejected.",
-            code="PROPOSAL_EXPIRED",
-            expired_at=format_millis(expires),
-        )
-
-
-def _target(item: dict[str, Any], pending: tuple[str, ...]) -> tuple[str, str]:
-    """The op (``add`` or ``replace``) and document path the candidate is written with;
-    422 ``PROPOSAL_INVALID`` for a proposal with another op, or whose target is in or
-    above its own pending section."""
-    op, target = item.get("op", "add"), proposals.target_of(item)
-    inside = target is not None and (
-        pointers.is_within(target, pending) or pointers.is_within(pending, target)
-    )
-    if op not in ("add", "replace") or not target or inside:
-        raise Unprocessable(
-            "The proposal's op and target_path are not a write it can make.",
-            code="PROPOSAL_INVALID",
-        )
-    return op, pointers.render((CONTENT, *target))
-
-
 def _answer(decided: dict[str, Any], response: dict[str, Any], reader: bool) -> dict[str, Any]:
     body = response["body"]
     answer = {**decided, "etag": body.get("etag")}
@@ -293,11 +227,6 @@ def _answer(decided: dict[str, Any], response: dict[str, Any], reader: bool) -> 
     if response.get("replayed"):
         answer["replayed"] = True
     return answer
-
-
-def _ttl(profile: Profile) -> timedelta | None:
-    seconds = profile.proposals.ttl_seconds
-    return None if seconds is None else timedelta(seconds=seconds)
 
 
 def _require_reviewer(caller: Caller, tenant_id: str) -> None:
