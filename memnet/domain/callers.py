@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from memnet.domain.errors import Forbidden
 
+FULL_CLEARANCE = "*"  # the service's own jobs: they see and keep everything
 ROLES = frozenset({"read", "write", "admin", "debug", "forget", "snapshots", "review"})
 ANY = "*"
 
@@ -24,6 +25,7 @@ class Caller:
     roles: frozenset[str]
     services: frozenset[str] = frozenset()  # besides its own caller_id; ANY: every service
     user_id: str | None = None  # a delegated (user's own) token: bound to this one user
+    clearance: str | None = None  # a sensitivity class (FULL_CLEARANCE: every class)
 
     def require_user(self, user_id: str | None) -> None:
         """Raise 403 unless this caller may act for ``user_id`` (None: a route about no

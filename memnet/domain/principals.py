@@ -85,6 +85,7 @@ class Grant:
     roles: frozenset[str]  # the most this principal may get, whatever its token says
     services: frozenset[str]
     delegated: bool  # accept users' tokens issued to this application
+    clearance: str | None = None  # a sensitivity class (docs/profiles.md)
 
 
 class PrincipalMap:
@@ -111,7 +112,13 @@ class PrincipalMap:
                 app_roles=sorted(APP_ROLES),
             )
         return Caller(
-            grant.caller_id, grant.tenants, grant.profiles, roles, grant.services, user_id
+            grant.caller_id,
+            grant.tenants,
+            grant.profiles,
+            roles,
+            grant.services,
+            user_id,
+            grant.clearance,
         )
 
     def _grant(self, principal: Principal) -> tuple[Grant, str | None]:
@@ -161,4 +168,5 @@ def grant_from_entry(entry: Mapping[str, Any], where: str, source: str) -> Grant
         roles,
         frozenset(entry.get("services", [])),
         delegated,
+        entry.get("clearance") if isinstance(entry.get("clearance"), str) else None,
     )

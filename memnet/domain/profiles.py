@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # imported when a profile is built: they use the envelope, wh
     from memnet.domain.freshness import FreshnessRules
     from memnet.domain.promotion import PromotionRules
     from memnet.domain.ranking import Ranking
+    from memnet.domain.sensitivity import SensitivityRules
     from memnet.domain.upsert import IdentityRule
 
 DEFAULT_MAX_OPS = 50
@@ -178,6 +179,13 @@ class Profile:
     proposals: ProposalRules = ProposalRules()
     ranking: Ranking | None = None  # search_rules.ranking: the search blend by default
     promotion: PromotionRules | None = None  # promotion_rules: episodes into an item
+
+    def sensitivity(self, binding_id: str) -> SensitivityRules | None:
+        """The sensitivity rules as they apply to one binding, if the profile has any."""
+        from memnet.domain.sensitivity import parse_rules
+
+        raw = self.raw.get("sensitivity_rules")
+        return None if raw is None else parse_rules(raw, binding_id)
 
     def binding(self, binding_id: str) -> Binding | None:
         return next((b for b in self.bindings if b.binding_id == binding_id), None)

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from memnet.domain import compaction, freshness, proposals
-from memnet.domain.callers import ANY, Caller
+from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.compaction import Plan, Protection
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import char_count
@@ -63,7 +63,13 @@ log = logging.getLogger("memnet.services.compaction")
 def job_caller(caller_id: str, tenant_id: str) -> Caller:
     """A job's own identity: reads and writes one tenant's documents, any profile, and
     records events as itself."""
-    return Caller(caller_id, frozenset({tenant_id}), frozenset({ANY}), frozenset({"read", "write"}))
+    return Caller(
+        caller_id,
+        frozenset({tenant_id}),
+        frozenset({ANY}),
+        frozenset({"read", "write"}),
+        clearance=FULL_CLEARANCE,
+    )
 
 
 class CompactionService:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ from memnet.domain.profiles import Binding, Profile, RoutingRules
 from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint, semantic_confidence
 from memnet.domain.similarity import Similarity
 from memnet.ports import BlobStore, Clock
+from memnet.services import views
 from memnet.services.context_reads import (
     IndexCache,
     Monotonic,
@@ -99,7 +101,13 @@ class ContextService:
         profile = self._registry.for_caller(caller, request.profile_id)
         now = self._clock.now() if self._clock is not None else None
         reader = Reader(
-            self._blobs, request.tenant_id, request.user_id, self._executor(), self._timer, now
+            self._blobs,
+            request.tenant_id,
+            request.user_id,
+            self._executor(),
+            self._timer,
+            now,
+            _shaper(profile, caller),
         )
         reader.prefetch(_fixed_refs(profile, reader), alone=True)
         decision = self._route(profile, reader, request)
@@ -320,3 +328,19 @@ def _semantic_ref(
 ) -> DocumentRef | None:
     """The project's document that semantic disambiguation reads (its first binding)."""
     return next(iter(_project_refs(profile, rules, reader, project_id)), None)
+
+
+def _shaper(
+    profile: Profile, caller: Caller
+) -> Callable[[DocumentRef, StoredDocument], StoredDocument] | None:
+    """The caller's view of each document read (sensitivity), or None when the profile
+    has no sensitivity rules."""
+    if profile.raw.get("sensitivity_rules") is None:
+        return None
+
+    def shape(ref: DocumentRef, stored: StoredDocument) -> StoredDocument:
+        found = profile.resolve(ref.namespace, ref.path)
+        rules = profile.sensitivity(found[0].binding_id) if found else None
+        return StoredDocument(stored.etag, views.seen(stored.document, caller, rules))
+
+    return shape

@@ -70,9 +70,11 @@ class Reader:
         pool: Executor | None = None,
         timer: ReadTimer | None = None,
         now: datetime | None = None,
+        shape: Callable[[DocumentRef, StoredDocument], StoredDocument] | None = None,
     ) -> None:
         self.blobs, self.tenant_id, self.user_id, self._pool = blobs, tenant_id, user_id, pool
         self._now = now  # documents expired at this instant read as absent (None: none)
+        self._shape = shape  # what the caller may see of a document (sensitivity)
         self._read = (timer or ReadTimer(0.0)).read
         self._seen: dict[str, StoredDocument | Future[StoredDocument | None] | None] = {}
 
@@ -100,6 +102,8 @@ class Reader:
             value = self._seen[name] = value.result()
         if value is not None and self._now is not None and expired(value.document, self._now):
             value = self._seen[name] = None
+        if value is not None and self._shape is not None:
+            value = self._seen[name] = self._shape(ref, value)
         return value
 
     def loaded(self, ref: DocumentRef) -> StoredDocument | None:

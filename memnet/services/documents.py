@@ -28,6 +28,7 @@ from memnet.domain.policy import (
     plan_ops,
 )
 from memnet.domain.profiles import Binding, Profile
+from memnet.domain.sensitivity import SensitivityRules
 from memnet.domain.timestamps import format_millis
 from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
 from memnet.ports import (
@@ -37,7 +38,7 @@ from memnet.ports import (
     PreconditionFailed,
     StorageError,
 )
-from memnet.services import telemetry
+from memnet.services import telemetry, views
 from memnet.services.audit import AuditLog, apply_change
 from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.document_records import (
@@ -75,8 +76,12 @@ class DocumentService:
 
     def read(self, caller: Caller, ref: DocumentRef, profile_id: str | None) -> StoredDocument:
         caller.require(ref.tenant_id, "read")
-        _, binding = self.resolve(caller, ref, profile_id, None)
-        return self._require(scoped_ref(ref, binding))
+        profile, binding = self.resolve(caller, ref, profile_id, None)
+        stored = self._require(scoped_ref(ref, binding))
+        rules = views.rules_for(profile, binding)
+        if rules is None:
+            return stored
+        return StoredDocument(stored.etag, views.seen(stored.document, caller, rules))
 
     def history(
         self,
@@ -89,7 +94,8 @@ class DocumentService:
         """Committed changes of one document, newest first, a page at a time (spec 19.2,
         25.6): ``before`` is the ``next_before`` of the previous page."""
         caller.require(ref.tenant_id, "read")
-        _, binding = self.resolve(caller, ref, profile_id, None)
+        profile, binding = self.resolve(caller, ref, profile_id, None)
+        views.require_full(caller, views.rules_for(profile, binding))
         ref = scoped_ref(ref, binding)
         page = self._chain.page(ref, self._require(ref), limit, before)
         return visible_history(page, caller, binding)
@@ -141,16 +147,17 @@ class DocumentService:
                 telemetry.patch_outcome(outcome, *ids)
             raise
         telemetry.patch_outcome(_outcome(response), *ids)
-        return response
+        return _viewed(response, caller, views.rules_for(profile, binding))
 
     def replace(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "admin")
         self._check_tombstone(cmd.ref)
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
         cmd = scoped_write(caller, cmd, binding, admin_replace=True)
-        return self._idempotent(
+        response = self._idempotent(
             caller, cmd, lambda t: self._replace(caller, cmd, profile, binding, t)
         )
+        return _viewed(response, caller, views.rules_for(profile, binding))
 
     def _check_tombstone(self, ref: DocumentRef) -> None:
         """409 while the user is being (or was just) forgotten (spec 17)."""
@@ -237,7 +244,8 @@ class DocumentService:
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
         cmd = scoped_write(caller, cmd, binding)
         ticket = Ticket("", "", "chg_preview", {})
-        return self._patch_once(caller, cmd, profile, binding, ticket, write=False)
+        response = self._patch_once(caller, cmd, profile, binding, ticket, write=False)
+        return _viewed(response, caller, views.rules_for(profile, binding))
 
     def _patch_once(
         self,
@@ -252,7 +260,12 @@ class DocumentService:
         reviewer = bool(caller.roles & REVIEWER_ROLES) or cmd.reason not in EXTENDS_EXPIRY
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer)
         content = current.document.get("content") if current else None
-        planned = plan_ops(profile, binding, cmd.ops, intent, content)
+        rules = views.rules_for(profile, binding)
+        ops_in = cmd.ops
+        if rules is not None:  # the caller wrote against its view of the document
+            seen_from = content if current else dict(binding.initial_content)
+            ops_in = views.stored_ops(cmd.ops, seen_from, caller, rules)
+        planned = plan_ops(profile, binding, ops_in, intent, content)
         raise_if_any(planned.violations)
         start = content if current else binding.initial_content
         ops, upserts = upsert.plan(binding.item_identity, start, planned.ops, binding.max_chars)
@@ -273,7 +286,7 @@ class DocumentService:
         elif current is not None and cmd.precondition.create:
             record["rebased_from"] = None  # created meanwhile by another writer
         return self._commit(
-            cmd.ref, profile, binding, current, record, caller.may_read(), write, expired_etag
+            caller, cmd.ref, (profile, binding), current, record, write, expired_etag
         )
 
     def _replace(
@@ -284,17 +297,17 @@ class DocumentService:
         record = audit_record(
             caller, cmd, (profile, binding), ticket, current, [], base, self._now_at()
         )
-        reader = caller.may_read()
-        return self._commit(cmd.ref, profile, binding, current, record, reader, True, expired_etag)
+        return self._commit(
+            caller, cmd.ref, (profile, binding), current, record, True, expired_etag
+        )
 
     def _commit(
         self,
+        caller: Caller,
         ref: DocumentRef,
-        profile: Profile,
-        binding: Binding,
+        governed: tuple[Profile, Binding],
         current: StoredDocument | None,
         record: dict[str, Any],
-        reader: bool,
         write: bool = True,
         expired_etag: str | None = None,
     ) -> Response:
@@ -302,6 +315,8 @@ class DocumentService:
         document. A write that leaves
         the content as it was writes nothing, if the caller may read the document: for a
         write-only caller the unchanged ETag would tell whether it guessed a value."""
+        profile, binding = governed
+        reader = caller.may_read()
         before = current.document if current else None
         document = apply_change(before, record, binding.max_chars)
         text = _serialised(document)  # what is stored, and what max_chars counts
@@ -311,6 +326,8 @@ class DocumentService:
         found = document_violations(document, binding, validator, len(text))
         raise_if_any(found or change_violations(profile, binding, before or {}, document))
         raise_if_any(proposer_checks(profile, binding, record, before, document, self._now_at()))
+        old = (before or {}).get("content", binding.initial_content)
+        views.check_write(old, document["content"], caller, views.rules_for(profile, binding))
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)
@@ -407,6 +424,18 @@ class OutcomeUnknown(Exception):
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+def _viewed(response: Response, caller: Caller, rules: SensitivityRules | None) -> Response:
+    """``response`` with its document as ``caller`` may see it (every path: written,
+    replayed, settled after a lost response)."""
+    document = response.get("body", {}).get("document")
+    if rules is None or not isinstance(document, dict):
+        return response
+    return {
+        **response,
+        "body": {**response["body"], "document": views.seen(document, caller, rules)},
+    }
 
 
 def _serialised(document: dict[str, Any]) -> str:

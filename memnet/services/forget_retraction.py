@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from memnet.domain.callers import ANY, Caller
+from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import canonical
 from memnet.domain.errors import BadRequest, EtagMismatch, Forbidden, NotFound, Unprocessable
@@ -44,6 +44,7 @@ def forget_caller(tenant_id: str) -> Caller:
         frozenset({tenant_id}),
         frozenset({ANY}),
         frozenset({"read", "write", "admin"}),
+        clearance=FULL_CLEARANCE,
     )
 
 

@@ -118,3 +118,26 @@ def check_promotion(raw: Mapping[str, Any], src: str) -> None:
     if section not in binding.get("item_identity", {}):
         # without it every run would append the same patterns again
         raise ConfigError(src, "/promotion_rules/pointer", "its section needs item_identity")
+
+
+def check_sensitivity(raw: Mapping[str, Any], src: str) -> None:
+    """Every class ``sensitivity_rules`` names is one of its ``classes``, and its
+    sections name bindings of the profile."""
+    rules = raw.get("sensitivity_rules")
+    if rules is None:
+        return
+    classes = set(rules["classes"])
+    for prefix, name in rules.get("by_field", {}).get("prefixes", {}).items():
+        if name not in classes:
+            where = f"/sensitivity_rules/by_field/prefixes/{prefix}"
+            raise ConfigError(src, where, f"{name!r} is not one of the classes")
+    ids = {b["binding_id"] for b in raw["document_bindings"]}
+    for binding_id, sections in rules.get("sections", {}).items():
+        if binding_id not in ids:
+            raise ConfigError(
+                src, f"/sensitivity_rules/sections/{binding_id}", "names no binding of this profile"
+            )
+        for pointer, name in sections.items():
+            if name not in classes:
+                where = f"/sensitivity_rules/sections/{binding_id}"
+                raise ConfigError(src, where, f"{pointer}: {name!r} is not one of the classes")

@@ -18,7 +18,7 @@ import logging
 from typing import Any
 
 from memnet.domain import pointers
-from memnet.domain.callers import ANY, Caller
+from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, canonical
 from memnet.domain.errors import EtagMismatch, MemnetError
@@ -149,6 +149,7 @@ def _job_caller(tenant_id: str, user_id: str, profile_id: str) -> Caller:
         frozenset({profile_id or ANY}),
         frozenset({"read", "write"}),
         user_id=user_id,
+        clearance=FULL_CLEARANCE,
     )
 
 

@@ -37,6 +37,7 @@ from memnet.domain.proposal_queue import (
 )
 from memnet.domain.timestamps import format_millis
 from memnet.ports import Clock
+from memnet.services import views
 from memnet.services.audit import AuditLog
 from memnet.services.documents import DocumentService
 from memnet.services.listing import DocumentListing, NamespaceRef
@@ -87,7 +88,8 @@ class ProposalReview:
             ref = DocumentRef(tenant_id, user_id, binding.namespace, path)
             stored = self._documents.load(ref)
             if stored is not None:
-                found += queue_items(profile, binding, ref, stored, now)
+                items = queue_items(profile, binding, ref, stored, now)
+                found += [i for i in items if _may_see(caller, profile, binding, i["item"])]
         return {"proposals": found, "more": more}
 
     def _documents_with_proposals(
@@ -217,6 +219,17 @@ class ProposalReview:
                 if n + 1 >= HISTORY_LOOKBACK:
                     break
         raise _not_found()
+
+
+def _may_see(caller: Caller, profile: Profile, binding: Binding, item: dict[str, Any]) -> bool:
+    """Whether the proposal's candidate, at its target, is within the caller's clearance
+    (a profile without sensitivity rules: always)."""
+    rules = profile.sensitivity(binding.binding_id)
+    if rules is None:
+        return True
+    target = proposals.target_of(item) or ()
+    rank = max(rules.item_rank(item.get("candidate")), rules.section_rank(target))
+    return rank <= views.clearance(caller, rules)
 
 
 def _answer(decided: dict[str, Any], response: dict[str, Any], reader: bool) -> dict[str, Any]:

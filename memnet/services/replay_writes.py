@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from memnet.domain.callers import ANY, Caller
+from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.document_model import Precondition, WriteCommand
 from memnet.domain.envelope import canonical
 from memnet.domain.layout import DocumentRef, SnapshotRef
@@ -53,6 +53,7 @@ def replay_caller(ref: SnapshotRef, profile_id: str | None) -> Caller:
         roles=frozenset({"read", "write"}),
         services=frozenset({ANY}),
         user_id=ref.user_id,
+        clearance=FULL_CLEARANCE,  # the user's own conversation, replayed by the service
     )
 
 

@@ -185,3 +185,15 @@ def test_promotion_rules_are_checked_at_load(profiles: Path):
         ),
     ):
         assert refused_field(profiles, change) == field
+
+
+def test_sensitivity_rules_name_known_classes_and_bindings(profiles: Path):
+    base = {"classes": ["standard", "restricted"]}
+    bad_class = {**base, "by_field": {"field": "category", "prefixes": {"health": "secret"}}}
+    bad_binding = {**base, "sections": {"ghost": {"/x": "restricted"}}}
+    assert refused_field(profiles, lambda raw: raw.update(sensitivity_rules=bad_class)) == (
+        "/sensitivity_rules/by_field/prefixes/health"
+    )
+    assert refused_field(profiles, lambda raw: raw.update(sensitivity_rules=bad_binding)) == (
+        "/sensitivity_rules/sections/ghost"
+    )

@@ -125,7 +125,16 @@ def _caller(entry: Any, where: str, source: str) -> Caller:
         frozenset(entry["profiles"]),
         roles,
         _services(entry.get("services", []), f"{where}/services", source),
+        clearance=clearance_of(entry, where, source),
     )
+
+
+def clearance_of(entry: dict[str, Any], where: str, source: str) -> str | None:
+    """A caller entry's ``clearance``: a sensitivity class name (docs/profiles.md)."""
+    value = entry.get("clearance")
+    if value is not None and (not isinstance(value, str) or not SEGMENT.fullmatch(value)):
+        raise ConfigError(source, f"{where}/clearance", "must be a class name")
+    return value
 
 
 def _services(values: Any, where: str, source: str) -> frozenset[str]:

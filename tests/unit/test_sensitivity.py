@@ -1,0 +1,113 @@
+"""Sensitivity views, index translation and write checks (memnet.domain.sensitivity)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memnet.domain import pointers
+from memnet.domain.patching import apply_ops, parse_ops
+from memnet.domain.sensitivity import parse_rules, to_stored, view, write_violations
+
+RULES = parse_rules(
+    {
+        "classes": ["standard", "restricted", "sensitive"],
+        "by_field": {
+            "field": "category",
+            "prefixes": {"a2p:health": "restricted", "a2p:relationships": "sensitive"},
+        },
+        "sections": {"memories": {"/secrets": "sensitive"}},
+    },
+    "memories",
+)
+STANDARD, RESTRICTED, SENSITIVE = 0, 1, 2
+
+
+def mem(text: str, category: str = "a2p:interests", **more: Any) -> dict[str, Any]:
+    return {"content": text, "category": category, **more}
+
+
+DOC = {
+    "items": [
+        mem("H", "a2p:health.sleep"),
+        mem("A"),
+        mem("R", "a2p:relationships"),
+        mem("B"),
+        mem("X", sensitivity="restricted"),
+    ],
+    "secrets": {"pin": "1234"},
+    "note": "plain",
+}
+
+
+def test_a_view_leaves_out_what_is_above_clearance():
+    seen = view(DOC, RULES, STANDARD)
+    assert seen.content == {"items": [mem("A"), mem("B")], "note": "plain"}
+    assert view(DOC, RULES, RESTRICTED).content["items"] == [
+        mem("H", "a2p:health.sleep"),
+        mem("A"),
+        mem("B"),
+        mem("X", sensitivity="restricted"),
+    ]
+    assert view(DOC, RULES, SENSITIVE).content == DOC
+
+
+def test_view_indexes_become_stored_indexes():
+    seen = view(DOC, RULES, STANDARD)
+    assert to_stored(("items", "1"), seen) == ("items", "3")  # B
+    assert to_stored(("items", "0", "content"), seen) == ("items", "1", "content")
+    assert to_stored(("items", "2"), seen) == ("items", "-")  # after the last seen
+    assert to_stored(("items", "-"), seen) == ("items", "-")
+    assert to_stored(("note",), seen) == ("note",)
+
+
+def test_removing_what_the_caller_saw_at_1_removes_that_item():
+    seen = view(DOC, RULES, STANDARD)
+    path = pointers.render(("content", *to_stored(("items", "1"), seen)))
+    after = apply_ops({"content": DOC}, parse_ops([{"op": "remove", "path": path}]))["content"]
+    assert [m["content"] for m in after["items"]] == ["H", "A", "R", "X"]
+    assert write_violations(DOC, after, RULES, STANDARD) == []
+
+
+def test_changing_hidden_content_or_adding_above_clearance_is_refused():
+    removed_hidden = {**DOC, "items": DOC["items"][1:]}
+    assert write_violations(DOC, removed_hidden, RULES, STANDARD)
+    added = {**DOC, "items": [*DOC["items"], mem("new", "a2p:health")]}
+    assert write_violations(DOC, added, RULES, STANDARD)
+    assert write_violations(DOC, added, RULES, RESTRICTED) == []
+    changed_secret = {**DOC, "secrets": {"pin": "0000"}}
+    assert write_violations(DOC, changed_secret, RULES, RESTRICTED)
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> dict[str, Any]:
+    categories = st.sampled_from(["a2p:interests", "a2p:health", "a2p:relationships"])
+    items = draw(st.lists(st.builds(mem, st.text("abc", max_size=3), categories), max_size=8))
+    return {"items": items}
+
+
+@given(documents(), st.integers(0, 2), st.data())
+def test_an_op_on_the_view_is_the_same_op_on_the_stored_document(
+    doc: dict[str, Any], clearance: int, data: st.DataObject
+):
+    """Applying the translated op to the stored document and viewing the result equals
+    applying the op to the view; and it never trips the write check."""
+    seen = view(doc, RULES, clearance)
+    count = len(seen.content["items"])
+    kind = data.draw(st.sampled_from(["add", "remove", "replace"]))
+    if kind != "add" and count == 0:
+        return
+    index = data.draw(st.integers(0, count if kind == "add" else count - 1))
+    op: dict[str, Any] = {"op": kind, "path": f"/content/items/{index}"}
+    if kind != "remove":
+        op["value"] = mem("new")
+    stored_path = to_stored(("items", str(index)), seen)
+    if kind == "add" and stored_path[-1] == "-" and index < count:
+        return  # cannot happen: an index inside the view maps to a stored index
+    stored_op = {**op, "path": pointers.render(("content", *stored_path))}
+    expected = apply_ops({"content": seen.content}, parse_ops([op]))["content"]
+    after = apply_ops({"content": doc}, parse_ops([stored_op]))["content"]
+    assert view(after, RULES, clearance).content == expected
+    assert write_violations(doc, after, RULES, clearance) == []
