@@ -17,6 +17,7 @@ something above its clearance.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,7 +68,15 @@ class SensitivityRules:
             for prefix, name in self.prefixes.items():
                 if value == prefix or value.startswith((prefix + ".", prefix + ":")):
                     mapped = max(mapped, self.rank(name))
-        return max(own, mapped)
+        proposed = 0
+        if "candidate" in item and isinstance(item.get("target_path"), str):
+            # a proposal has its candidate's class, at its target (a pending item)
+            try:
+                target = pointers.parse(item["target_path"])
+            except ValueError:
+                target = ()
+            proposed = max(self.item_rank(item["candidate"]), self.section_rank(target))
+        return max(own, mapped, proposed)
 
 
 def parse_rules(raw: Mapping[str, Any], binding_id: str) -> SensitivityRules:
@@ -132,27 +141,40 @@ def to_stored(segments: Segments, seen: View) -> Segments:
         indexes = seen.visible.get(tuple(stored))
         if indexes is not None and segment.isdigit():
             position = int(segment)
-            if position < len(indexes):
-                segment = str(indexes[position])
-            elif position == len(indexes):
-                segment = "-"  # after the last element the caller can see: the end
+            if segment != str(position) or position > len(indexes):
+                raise ValueError(f"no element {segment} in the view")  # nor a stored probe
+            # one past the last element the caller can see: the stored end
+            segment = str(indexes[position]) if position < len(indexes) else "-"
         stored.append(segment)
     return tuple(stored)
 
 
 def write_violations(
-    before: Any, after: Any, rules: SensitivityRules, clearance: int
+    before: Any,
+    after: Any,
+    rules: SensitivityRules,
+    clearance: int,
+    write_up: tuple[Segments, ...] = (),
 ) -> list[tuple[str, str]]:
     """``(code, message)`` for a write that changes or removes what the caller cannot
-    see, or leaves something above its clearance that was not there before."""
+    see, or leaves something above its clearance that was not there before — except in
+    a ``write_up`` section (a pending section: anyone may propose what only a reviewer
+    with the clearance will see)."""
     hidden_before = _above(before, rules, clearance)
     hidden_after = _above(after, rules, clearance)
     found = []
     if hidden_before - hidden_after:
         found.append(("CLEARANCE_EXCEEDED", "the write changes content the caller cannot see"))
-    if hidden_after - hidden_before:
+    added = hidden_after - hidden_before
+    allowed = {key for key in added if _under(key, write_up)}
+    if set(added) - allowed:
         found.append(("CLEARANCE_EXCEEDED", "the write adds content above the caller's clearance"))
     return found
+
+
+def _under(key: bytes, sections: tuple[Segments, ...]) -> bool:
+    where = tuple(json.loads(key)[0])
+    return any(where[: len(s)] == tuple(x for x in s if not x.isdigit()) for s in sections)
 
 
 def _above(content: Any, rules: SensitivityRules, clearance: int) -> Counter[bytes]:

@@ -24,6 +24,7 @@ from memnet.services.idempotency import Ticket, key_hash
 # a freshness downgrade, a forget's retraction) keeps the one it found.
 EXTENDS_EXPIRY = frozenset({"live_update", "replay_update", "admin_migration", "proposal_review"})
 PROPOSER_CHECKED = frozenset({"live_update", "replay_update"})  # callers' and replay's patches
+STORED_PATHS = frozenset({"proposal_review"})  # the service computed these ops' paths itself
 REVIEWER_ROLES = frozenset({"review", "admin"})  # write durable sections under review_required
 
 

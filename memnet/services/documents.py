@@ -44,6 +44,7 @@ from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.document_records import (
     EXTENDS_EXPIRY,
     REVIEWER_ROLES,
+    STORED_PATHS,
     audit_record,
     base_of,
     proposer_checks,
@@ -262,13 +263,14 @@ class DocumentService:
         content = current.document.get("content") if current else None
         rules = views.rules_for(profile, binding)
         ops_in = cmd.ops
-        if rules is not None:  # the caller wrote against its view of the document
+        if rules is not None and cmd.reason not in STORED_PATHS:  # written against a view
             seen_from = content if current else dict(binding.initial_content)
             ops_in = views.stored_ops(cmd.ops, seen_from, caller, rules)
         planned = plan_ops(profile, binding, ops_in, intent, content)
         raise_if_any(planned.violations)
         start = content if current else binding.initial_content
-        ops, upserts = upsert.plan(binding.item_identity, start, planned.ops, binding.max_chars)
+        identity = {} if views.hides_anything(start, caller, rules) else binding.item_identity
+        ops, upserts = upsert.plan(identity, start, planned.ops, binding.max_chars)
         base = None if current else base_of(binding, None, dict(binding.initial_content))
         applied = [op.as_json() for op in ops]
         record = audit_record(
@@ -327,7 +329,9 @@ class DocumentService:
         raise_if_any(found or change_violations(profile, binding, before or {}, document))
         raise_if_any(proposer_checks(profile, binding, record, before, document, self._now_at()))
         old = (before or {}).get("content", binding.initial_content)
-        views.check_write(old, document["content"], caller, views.rules_for(profile, binding))
+        pending = profile.confidence.pending_sections.get(binding.binding_id)
+        rules = views.rules_for(profile, binding)
+        views.check_write(old, document["content"], caller, rules, pending)
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)

@@ -5,6 +5,7 @@ user's app (clearance sensitive) sees everything. Both backends and transports."
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.clients import ApiClient, Reply
@@ -136,3 +137,62 @@ def test_a_write_that_changes_hidden_content_is_refused(a2p: ApiClient):
         {"If-Match": etag, "Idempotency-Key": "r7"},
     )
     assert (reply.status, reply.error_code) == (403, "CLEARANCE_EXCEEDED"), reply.data
+
+
+def patch_as(client: ApiClient, etag: str, ops: list[dict[str, Any]], key: str) -> Reply:
+    body = {"ops": ops, "confidence": 1.0, "evidence": EVIDENCE}
+    return client.request("PATCH", MEMORIES, body, {"If-Match": etag, "Idempotency-Key": key})
+
+
+def test_no_op_reaches_above_or_around_hidden_content(a2p: ApiClient):
+    reviewer = a2p.as_key(REVIEWER_KEY)
+    etag = seed(a2p.as_key(A2P_USER_KEY)).data["etag"]
+    for path in (SEMANTIC, "/content/memories", "/content", ""):
+        reply = patch_as(reviewer, etag, [{"op": "test", "path": path, "value": []}], f"t{path}")
+        assert (reply.status, reply.error_code) == (403, "CLEARANCE_EXCEEDED"), (path, reply.data)
+        assert "memory 1" not in json.dumps(reply.data) and "memory 3" not in json.dumps(reply.data)
+
+
+def test_each_op_addresses_the_view_left_by_the_ops_before_it(a2p: ApiClient):
+    reviewer, user = a2p.as_key(REVIEWER_KEY), a2p.as_key(A2P_USER_KEY)
+    etag = seed(user).data["etag"]
+    probe = [
+        {"op": "remove", "path": f"{SEMANTIC}/0"},
+        {"op": "test", "path": f"{SEMANTIC}/0/content", "value": "x"},
+    ]
+    reply = patch_as(reviewer, etag, probe, "probe")
+    assert reply.status == 422 and "memory 3" not in json.dumps(reply.data), reply.data
+    both = patch_as(reviewer, etag, [{"op": "remove", "path": f"{SEMANTIC}/0"}] * 2, "both")
+    assert both.status == 200, both.data
+    assert semantic(user.request("GET", MEMORIES)) == ["mem_1", "mem_3"]
+
+
+def test_a_proposal_has_its_candidates_class(a2p: ApiClient):
+    user, reviewer = a2p.as_key(A2P_USER_KEY), a2p.as_key(REVIEWER_KEY)
+    seed(user)
+    etag = a2p.request("GET", MEMORIES).headers["etag"]
+    secret = memory(8, "a2p:health")
+    proposed = a2p.request(
+        "PATCH",
+        MEMORIES,
+        {"ops": [{"op": "add", "path": f"{SEMANTIC}/-", "value": secret}],
+         "confidence": 0.9, "evidence": EVIDENCE},
+        {"If-Match": etag, "Idempotency-Key": "p8"},
+    )  # fmt: skip
+    assert proposed.status == 200, proposed.data
+    assert proposed.data["document"]["content"]["proposals"] == []  # the agent's own view
+    assert reviewer.request("GET", MEMORIES).data["document"]["content"]["proposals"] == []
+    assert len(user.request("GET", MEMORIES).data["document"]["content"]["proposals"]) == 1
+
+
+def test_answers_do_not_tell_hidden_ids_or_the_stored_length(a2p: ApiClient):
+    reviewer, user = a2p.as_key(REVIEWER_KEY), a2p.as_key(A2P_USER_KEY)
+    etag = seed(user).data["etag"]
+    hidden_id = {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(1, "a2p:interests")}
+    one = patch_as(reviewer, etag, [hidden_id], "h1")
+    assert one.status == 200 and "upserts" not in one.data, one.data  # no match on hidden
+    etag = user.request("GET", MEMORIES).headers["etag"]
+    for index in ("4", "01"):  # past the view's end (the stored array is longer); not a number
+        op = {"op": "add", "path": f"{SEMANTIC}/{index}", "value": memory(10, "a2p:interests")}
+        reply = patch_as(reviewer, etag, [op], f"i{index}")
+        assert (reply.status, reply.error_code) == (422, "PATCH_NOT_APPLICABLE"), reply.data
