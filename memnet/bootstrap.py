@@ -113,7 +113,7 @@ def build(
         read_workers=settings.context_read_workers,
         clock=clock,
     )
-    auth = authenticator or callers.authenticator(settings)
+    auth = authenticator or callers.authenticator(settings, registry)
     index = index or search_index(settings)
     promotion = Promotion(documents, blobs, index, registry, clock)
     events = EventService(

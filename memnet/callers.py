@@ -7,18 +7,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from memnet.domain.errors import ConfigError
 from memnet.ports import Authenticator
+from memnet.services.registry import ProfileRegistry
 from memnet.settings import Settings
 
 
-def authenticator(settings: Settings) -> Authenticator:
-    """The modes ``MEMNET_AUTH`` names, all reading their callers from the callers file."""
+def authenticator(settings: Settings, registry: ProfileRegistry | None = None) -> Authenticator:
+    """The modes ``MEMNET_AUTH`` names, all reading their callers from the callers file
+    (their clearances checked against ``registry``'s profiles, when given)."""
     from memnet.adapters.callers import CallerModes, EntraAuthenticator
     from memnet.adapters.local.apikeys import ApiKeyAuthenticator, principal_map, read_entries
 
     assert settings.callers_file is not None  # Settings.check guarantees it
     source = str(settings.callers_file)
     entries = read_entries(settings.callers_file)
+    if registry is not None:
+        check_clearances(entries, source, registry)
     principals = principal_map(entries, source)
     modes: dict[str, Authenticator] = {}
     if "apikeys" in settings.auth_modes:
@@ -42,6 +47,32 @@ def authenticator(settings: Settings) -> Authenticator:
             principals, settings.entra_tenant_id, settings.entra_audiences
         )
     return CallerModes(**modes)
+
+
+def check_clearances(
+    entries: list[tuple[str, dict[str, Any]]], source: str, registry: ProfileRegistry
+) -> None:
+    """A caller's ``clearance`` is a sensitivity class of a profile it may use: a name
+    no profile knows (a typo) would leave the caller at the lowest class unnoticed."""
+    for where, entry in entries:
+        name = entry.get("clearance")
+        if name is None:
+            continue
+        named = entry["profiles"]
+        ids = registry.profile_ids() if "*" in named else list(named)
+        classes = {
+            c
+            for p in ids
+            if (profile := registry.get(p)) is not None
+            and (rules := profile.raw.get("sensitivity_rules")) is not None
+            for c in rules["classes"]
+        }
+        if name not in classes:
+            raise ConfigError(
+                source,
+                f"{where}/clearance",
+                f"{name!r} is not a sensitivity class of the profiles this caller may use",
+            )
 
 
 def with_vault_secrets(settings: Settings) -> Settings:

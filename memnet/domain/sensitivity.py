@@ -41,11 +41,14 @@ class SensitivityRules:
         return self.classes.index(name) if name in self.classes else 0
 
     def clearance(self, name: str | None, admin: bool) -> int:
-        """A caller's clearance: its own class if known (``*``: every class, the
-        service's own jobs), the highest for an admin without one, else the lowest."""
+        """A caller's clearance: its own class if this profile has it (``*``: every
+        class, the service's own jobs), the highest for an admin that names none, else
+        the lowest (a class of another profile's list clears nothing here)."""
         if name in self.classes:
             return self.classes.index(name)
-        return len(self.classes) - 1 if admin or name == "*" else 0
+        if name == "*" or (name is None and admin):
+            return self.highest
+        return 0
 
     @property
     def highest(self) -> int:
@@ -147,6 +150,27 @@ def to_stored(segments: Segments, seen: View) -> Segments:
             segment = str(indexes[position]) if position < len(indexes) else "-"
         stored.append(segment)
     return tuple(stored)
+
+
+def to_view(segments: Segments, seen: View) -> Segments | None:
+    """A stored content path as the caller addresses it in its view (each stored array
+    index becomes the element's place in the view; an index one past the stored end, the
+    view's end); None for a path into content the view leaves out."""
+    hidden = set(seen.hidden)
+    shown: list[str] = []
+    stored: list[str] = []
+    for segment in segments:
+        stored.append(segment)
+        if tuple(stored) in hidden:
+            return None
+        indexes = seen.visible.get(tuple(stored[:-1]))
+        if indexes is not None and segment.isdigit():
+            position = int(segment)
+            # an element the caller sees, or one past the stored end: the view's end
+            found = indexes.index(position) if position in indexes else len(indexes)
+            segment = str(found)
+        shown.append(segment)
+    return tuple(shown)
 
 
 def write_violations(

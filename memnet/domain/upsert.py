@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,7 @@ from memnet.domain.patching import Op, apply_in_place, apply_ops
 from memnet.domain.pointers import Segments
 
 _SPACE = re.compile(r"\s+")
+Hidden = Callable[[Segments, int, Any], bool]  # (section, index, item): the writer cannot see it
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,11 @@ def parse_rules(raw: Mapping[str, Any]) -> dict[Segments, IdentityRule]:
 
 
 def plan(
-    rules: Mapping[Segments, IdentityRule], content: Any, ops: list[Op], max_chars: int
+    rules: Mapping[Segments, IdentityRule],
+    content: Any,
+    ops: list[Op],
+    max_chars: int,
+    hidden: Hidden | None = None,
 ) -> tuple[list[Op], list[dict[str, Any]]]:
     """``ops`` with each deduplicated append turned into a replace, and what each append
     into an identity section became (``op_index``, ``result``, ``path``). A ``copy`` that
@@ -81,7 +86,11 @@ def plan(
     Each section's identities are computed once (:class:`_Identities`) and kept up to
     date by the appends planned here; another op that writes in or above the section
     makes them computed again at the next append, so a patch costs ops plus items, not
-    their product, unless it interleaves other writes to the section with appends."""
+    their product, unless it interleaves other writes to the section with appends.
+
+    ``hidden(section, index, item)``: whether the writer cannot see an item (sensitivity,
+    :mod:`memnet.domain.sensitivity`); such an item is never matched, or the answer
+    would tell its identity."""
     if not rules or not any(_section_of(rules, op) is not None for op in ops):
         return ops, []
     scratch: Any = apply_ops({CONTENT: content}, [])  # one copy, changed in place below
@@ -91,7 +100,7 @@ def plan(
     for position, op in enumerate(ops):
         section = _section_of(rules, op)
         if section is not None:
-            op, outcome = _upsert(rules[section], section, scratch, op, known)
+            op, outcome = _upsert(rules[section], section, scratch, op, (known, hidden))
             if outcome is not None:
                 report.append(outcome)
         else:
@@ -109,9 +118,13 @@ def plan(
 class _Identities:
     """A section's item identities: the first index holding each, and the count."""
 
-    def __init__(self, rule: IdentityRule, items: list[Any]) -> None:
+    def __init__(
+        self, rule: IdentityRule, section: Segments, items: list[Any], hidden: Hidden | None
+    ) -> None:
         self.first: dict[str, int] = {}
         for index, item in enumerate(items):
+            if hidden is not None and hidden(section, index, item):
+                continue
             identity = rule.identity(item)
             if identity is not None:
                 self.first.setdefault(identity, index)
@@ -140,8 +153,9 @@ def _upsert(
     section: Segments,
     scratch: Any,
     op: Op,
-    known: dict[Segments, _Identities],
+    state: tuple[dict[Segments, _Identities], Hidden | None],
 ) -> tuple[Op, dict[str, Any] | None]:
+    known, hidden = state
     try:
         items = pointers.resolve(scratch, (CONTENT, *section))
     except KeyError:
@@ -151,7 +165,7 @@ def _upsert(
         known.pop(section, None)  # a plain append: the count moves
         return op, None
     if section not in known or known[section].count != len(items):
-        known[section] = _Identities(rule, items)
+        known[section] = _Identities(rule, section, items, hidden)
     ids = known[section]
     found = ids.first.get(identity)
     if found is None:

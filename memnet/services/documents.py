@@ -19,9 +19,10 @@ from memnet.domain import upsert
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import serialise
-from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
+from memnet.domain.errors import Conflict, EtagMismatch, MemnetError, NotFound, Unprocessable
 from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef
+from memnet.domain.patching import Op
 from memnet.domain.policy import (
     WriteIntent,
     change_violations,
@@ -148,7 +149,8 @@ class DocumentService:
                 telemetry.patch_outcome(outcome, *ids)
             raise
         telemetry.patch_outcome(_outcome(response), *ids)
-        return _viewed(response, caller, views.rules_for(profile, binding))
+        written = None if cmd.reason in STORED_PATHS else cmd.ops
+        return _viewed(response, caller, views.rules_for(profile, binding), written)
 
     def replace(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "admin")
@@ -246,7 +248,7 @@ class DocumentService:
         cmd = scoped_write(caller, cmd, binding)
         ticket = Ticket("", "", "chg_preview", {})
         response = self._patch_once(caller, cmd, profile, binding, ticket, write=False)
-        return _viewed(response, caller, views.rules_for(profile, binding))
+        return _viewed(response, caller, views.rules_for(profile, binding), cmd.ops)
 
     def _patch_once(
         self,
@@ -260,17 +262,46 @@ class DocumentService:
         current, expired_etag = self._chain.checked_current(cmd, binding)
         reviewer = bool(caller.roles & REVIEWER_ROLES) or cmd.reason not in EXTENDS_EXPIRY
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer)
-        content = current.document.get("content") if current else None
         rules = views.rules_for(profile, binding)
+        start = current.document.get("content") if current else binding.initial_content
         ops_in = cmd.ops
         if rules is not None and cmd.reason not in STORED_PATHS:  # written against a view
-            seen_from = content if current else dict(binding.initial_content)
-            ops_in = views.stored_ops(cmd.ops, seen_from, caller, rules)
+            ops_in = views.stored_ops(cmd.ops, start, caller, rules)
+        try:
+            return self._planned(
+                caller,
+                cmd,
+                ops_in,
+                (profile, binding),
+                (ticket, intent),
+                (current, expired_etag),
+                write,
+            )
+        except MemnetError as error:
+            if ops_in is not cmd.ops:  # answer in the caller's paths, not the stored ones
+                views.show_error(error, cmd.ops, ops_in)
+            raise
+
+    def _planned(
+        self,
+        caller: Caller,
+        cmd: WriteCommand,
+        ops_in: list[Op],
+        governed: tuple[Profile, Binding],
+        written: tuple[Ticket, WriteIntent],
+        found: tuple[StoredDocument | None, str | None],
+        write: bool,
+    ) -> Response:
+        """:meth:`_patch_once` after the ops are in stored paths: plan, apply, commit."""
+        (profile, binding), (ticket, intent), (current, expired_etag) = governed, written, found
+        content = current.document.get("content") if current else None
         planned = plan_ops(profile, binding, ops_in, intent, content)
         raise_if_any(planned.violations)
         start = content if current else binding.initial_content
-        identity = {} if views.hides_anything(start, caller, rules) else binding.item_identity
-        ops, upserts = upsert.plan(identity, start, planned.ops, binding.max_chars)
+        hidden = views.hidden_items(caller, views.rules_for(profile, binding))
+        ops, upserts = upsert.plan(
+            binding.item_identity, start, planned.ops, binding.max_chars, hidden
+        )
         base = None if current else base_of(binding, None, dict(binding.initial_content))
         applied = [op.as_json() for op in ops]
         record = audit_record(
@@ -324,14 +355,15 @@ class DocumentService:
         text = _serialised(document)  # what is stored, and what max_chars counts
         if reader and current is not None and _same_content(current.document, document):
             return write_response(record, current.etag, current.document, unchanged=True)
-        validator = self._registry.validator(binding)
-        found = document_violations(document, binding, validator, len(text))
-        raise_if_any(found or change_violations(profile, binding, before or {}, document))
-        raise_if_any(proposer_checks(profile, binding, record, before, document, self._now_at()))
         old = (before or {}).get("content", binding.initial_content)
         pending = profile.confidence.pending_sections.get(binding.binding_id)
         rules = views.rules_for(profile, binding)
-        views.check_write(old, document["content"], caller, rules, pending)
+        views.check_write(old, document["content"], caller, rules, pending)  # before any echo
+        validator = self._registry.validator(binding)
+        found = document_violations(document, binding, validator, len(text))
+        found = found or change_violations(profile, binding, before or {}, document)
+        found = found or proposer_checks(profile, binding, record, before, document, self._now_at())
+        raise_if_any(views.shown_violations(found, (old, document["content"]), caller, rules))
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)
@@ -430,16 +462,17 @@ class OutcomeUnknown(Exception):
         self.error = error
 
 
-def _viewed(response: Response, caller: Caller, rules: SensitivityRules | None) -> Response:
-    """``response`` with its document as ``caller`` may see it (every path: written,
-    replayed, settled after a lost response)."""
-    document = response.get("body", {}).get("document")
-    if rules is None or not isinstance(document, dict):
+def _viewed(
+    response: Response,
+    caller: Caller,
+    rules: SensitivityRules | None,
+    written: list[Op] | None = None,
+) -> Response:
+    """``response`` as ``caller`` may see it (every path: written, replayed, settled after
+    a lost response); ``written``: the caller's own ops, whose paths the answer names."""
+    if rules is None or not isinstance(response.get("body"), dict):
         return response
-    return {
-        **response,
-        "body": {**response["body"], "document": views.seen(document, caller, rules)},
-    }
+    return {**response, "body": views.shown_body(response["body"], caller, rules, written)}
 
 
 def _serialised(document: dict[str, Any]) -> str:

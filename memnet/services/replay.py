@@ -47,7 +47,7 @@ from memnet.domain.replay_contract import (
 from memnet.domain.timestamps import parse_timestamp
 from memnet.domain.transcript import Transcript
 from memnet.ports import BlobNotFound, Clock, Extractor, ExtractorError, MessageQueue
-from memnet.services import telemetry
+from memnet.services import telemetry, views
 from memnet.services.documents import DocumentService
 from memnet.services.events import EventService
 from memnet.services.registry import ProfileRegistry
@@ -194,7 +194,7 @@ class ReplayService:
         if record["output"] is None:  # failed: another worker's plan would have won
             return record
         output = record["output"]
-        caller = replay_caller(ref, record["profile_id"])
+        caller = replay_caller(ref, record["profile_id"], record.get("clearance"))
         for index, digest in enumerate(output["digests"]):
             self._write_digest(ref, caller, record, index, digest)
         for patch in output["patches"]:
@@ -211,7 +211,10 @@ class ReplayService:
         profile = self._profile(transcript)
         if profile is None:
             raise ReplayFailed("PROFILE_REQUIRED", "the snapshot names no usable profile")
-        targets = self._targets(ref, profile, transcript)
+        record = self._records.load(ref)
+        clearance = None if record is None else record.get("clearance")
+        caller = replay_caller(ref, profile.profile_id, clearance)
+        targets = self._targets(ref, caller, profile, transcript)
         return ExtractionRequest(transcript, profile, targets, ref.uri, self._records.now())
 
     def _plan(self, ref: SnapshotRef) -> Record:
@@ -255,11 +258,12 @@ class ReplayService:
         return self._registry.get(known[0]) if len(known) == 1 else None
 
     def _targets(
-        self, ref: SnapshotRef, profile: Profile, transcript: Transcript
+        self, ref: SnapshotRef, caller: Caller, profile: Profile, transcript: Transcript
     ) -> tuple[TargetDocument, ...]:
         """The current documents of every writable binding of the user the transcript
         can address (a templated path needs the transcript's project hint); never a
-        tenant's shared document."""
+        tenant's shared document; each as the replay's ``caller`` sees it (its ops address
+        that view, as any caller's do)."""
         routing = profile.context.routing
         variables = (
             {routing.project_variable: transcript.project_hint}
@@ -280,6 +284,7 @@ class ReplayService:
                 DocumentRef(ref.tenant_id, ref.user_id, binding.namespace, path)
             )
             content = stored.document["content"] if stored else dict(binding.initial_content)
+            content = views.content_seen(content, caller, views.rules_for(profile, binding))
             found.append(
                 TargetDocument(
                     binding.binding_id,

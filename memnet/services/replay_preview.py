@@ -24,14 +24,15 @@ def preview(replay: ReplayService, ref: SnapshotRef, extractor: Extractor) -> di
         "profile_id": profile_id,
         "extractor": {"name": extractor.name, "version": extractor.version},
     }
-    caller = replay_caller(ref, profile_id)
+    previous = replay.records.load(ref)
+    clearance = None if previous is None else previous.get("clearance")
+    caller = replay_caller(ref, profile_id, clearance)  # as extraction_request's views
     patches = []
     for patch in plan.patches:
         record = patch_record(
             patch, ref.replay_id, ref.uri, etags.get((patch.binding_id, patch.path))
         )
         patches.append({**record, **_outcome(replay, caller, ref, about, record)})
-    previous = replay.records.load(ref)
     digests = [d.digest for d in plan.digests]
     return {
         "snapshot": ref.as_json(),

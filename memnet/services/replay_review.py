@@ -93,7 +93,7 @@ class ReplayReview:
         if attempt > entry["attempts"] + 1:
             raise RetryTooEarly(f"attempt {attempt - 1} of {ref.replay_id} is not recorded yet")
         patch = planned_patch(record, index)
-        caller = replay_caller(ref, record["profile_id"])
+        caller = replay_caller(ref, record["profile_id"], record.get("clearance"))
         try:
             response = self._documents.patch(
                 caller, command(ref, record, patch, patch["base_etag"])
@@ -157,7 +157,8 @@ class ReplayReview:
         )
         current = self._documents.load(target)
         now = command(ref, record, patch, current.etag if current else None, rebase=False)
-        response = self._documents.patch(replay_caller(ref, record["profile_id"]), now)
+        replayer = replay_caller(ref, record["profile_id"], record.get("clearance"))
+        response = self._documents.patch(replayer, now)
         return self._records.update(
             ref, add_change(patch, response["body"], resolved_by=caller.caller_id)
         )

@@ -43,9 +43,12 @@ def command(
     )
 
 
-def replay_caller(ref: SnapshotRef, profile_id: str | None) -> Caller:
+def replay_caller(ref: SnapshotRef, profile_id: str | None, clearance: str | None) -> Caller:
     """The replay's own identity: reads and writes the snapshot's user, with its profile,
-    bound to that user as the user's own token is (so never a shared document)."""
+    bound to that user as the user's own token is (so never a shared document), with the
+    clearance of whoever uploaded the snapshot (:func:`uploader_clearance`): a transcript
+    is the uploader's input, and its replay neither sees nor changes more than the
+    uploader may (nor tells it more in the replay's status)."""
     return Caller(
         REPLAY_CALLER,
         tenants=frozenset({ref.tenant_id}),
@@ -53,8 +56,17 @@ def replay_caller(ref: SnapshotRef, profile_id: str | None) -> Caller:
         roles=frozenset({"read", "write"}),
         services=frozenset({ANY}),
         user_id=ref.user_id,
-        clearance=FULL_CLEARANCE,  # the user's own conversation, replayed by the service
+        clearance=clearance,
     )
+
+
+def uploader_clearance(caller: Caller) -> str | None:
+    """The clearance the replay of ``caller``'s upload has: the uploader's own, every
+    class for an admin that names none (as its own writes have), else none (the lowest
+    class; so too for a snapshot that landed in storage without an upload)."""
+    if caller.clearance is None and "admin" in caller.roles:
+        return FULL_CLEARANCE
+    return caller.clearance
 
 
 def fingerprint(value: Any) -> str:

@@ -34,7 +34,7 @@ from memnet.ports import (
 )
 from memnet.services.registry import ProfileRegistry
 from memnet.services.replay_records import Record, ReplayRecords
-from memnet.services.replay_writes import REPLAY_QUEUE
+from memnet.services.replay_writes import REPLAY_QUEUE, uploader_clearance
 from memnet.services.sealing import SealedBlobError, open_sealed, seal
 from memnet.services.tombstones import Tombstones
 
@@ -71,7 +71,7 @@ class SnapshotService:
             transcript.metadata,
         )
         created = self._store(ref, stored)
-        return created, self.start(ref, "upload", caller.caller_id)
+        return created, self.start(ref, "upload", caller.caller_id, uploader_clearance(caller))
 
     def _store(self, ref: SnapshotRef, transcript: Transcript) -> bool:
         plaintext = _dump(transcript.as_json())
@@ -119,12 +119,18 @@ class SnapshotService:
         except SealedBlobError as error:
             raise _key_trouble(error) from error
 
-    def start(self, ref: SnapshotRef, source: str, uploaded_by: str | None = None) -> Record:
+    def start(
+        self,
+        ref: SnapshotRef,
+        source: str,
+        uploaded_by: str | None = None,
+        clearance: str | None = None,
+    ) -> Record:
         """Create the replay record and queue the replay, once per snapshot. The record
         says whether its message was sent; one still ``queued`` without that (the send
         failed, or the process died before it) is sent again by the next start."""
         self.check_tombstone(ref)
-        self._records.create(ref, source=source, uploaded_by=uploaded_by)
+        self._records.create(ref, source=source, uploaded_by=uploaded_by, clearance=clearance)
         record = self._records.load(ref)
         assert record is not None  # created now or before; records are not deleted here
         if record["status"] == "queued" and not record.get("enqueued"):

@@ -11,14 +11,24 @@ records hold every value ever written).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from memnet.domain import pointers
 from memnet.domain.callers import Caller
-from memnet.domain.errors import Forbidden, Unprocessable
+from memnet.domain.errors import Forbidden, MemnetError, Unprocessable
 from memnet.domain.patching import Op, apply_in_place, apply_ops, parse_ops
+from memnet.domain.policy import Violation
 from memnet.domain.profiles import Binding, Profile
-from memnet.domain.sensitivity import SensitivityRules, View, to_stored, view, write_violations
+from memnet.domain.sensitivity import (
+    SensitivityRules,
+    View,
+    to_stored,
+    to_view,
+    view,
+    write_violations,
+)
+from memnet.domain.upsert import Hidden
 
 
 def rules_for(profile: Profile, binding: Binding) -> SensitivityRules | None:
@@ -35,6 +45,46 @@ def seen(document: dict[str, Any], caller: Caller, rules: SensitivityRules | Non
         return document
     content = view(document.get("content"), rules, clearance(caller, rules)).content
     return {**document, "content": content}
+
+
+def content_seen(content: Any, caller: Caller, rules: SensitivityRules | None) -> Any:
+    """A document's ``content`` as ``caller`` may see it."""
+    if rules is None:
+        return content
+    return view(content, rules, clearance(caller, rules)).content
+
+
+def shown_body(
+    body: dict[str, Any], caller: Caller, rules: SensitivityRules, written: list[Op] | None
+) -> dict[str, Any]:
+    """A write's answer as ``caller`` may see it: the document's view, and the paths of
+    its redirected ops and upserts in the caller's terms (``written``: its own ops)."""
+    document = body.get("document")
+    level = clearance(caller, rules)
+    seen_now = None
+    shown = dict(body)
+    if isinstance(document, dict):
+        seen_now = view(document.get("content"), rules, level)
+        shown["document"] = {**document, "content": seen_now.content}
+    if written is not None and body.get("redirected_ops"):
+        shown["redirected_ops"] = [
+            {**r, "from_path": written[r["op_index"]].path}
+            if 0 <= r.get("op_index", -1) < len(written)
+            else r
+            for r in body["redirected_ops"]
+        ]
+    if body.get("upserts") and level < rules.highest:
+        shown["upserts"] = [_upsert_shown(u, seen_now) for u in body["upserts"]]
+    return shown
+
+
+def _upsert_shown(entry: dict[str, Any], seen_now: View | None) -> dict[str, Any]:
+    path = entry.get("path")
+    found = None
+    if seen_now is not None and isinstance(path, str) and path.startswith("/content/"):
+        found = to_view(pointers.parse(path)[1:], seen_now)
+    rest = {k: v for k, v in entry.items() if k != "path"}
+    return rest if found is None else {**rest, "path": pointers.render(("content", *found))}
 
 
 def stored_ops(ops: list[Op], content: Any, caller: Caller, rules: SensitivityRules) -> list[Op]:
@@ -113,7 +163,100 @@ def require_full(caller: Caller, rules: SensitivityRules | None) -> None:
         )
 
 
-def hides_anything(content: Any, caller: Caller, rules: SensitivityRules | None) -> bool:
-    """Whether ``caller`` sees less than the stored ``content`` (then an upsert must not
-    match against what it cannot see: it would tell a hidden id or value by its answer)."""
-    return rules is not None and bool(view(content, rules, clearance(caller, rules)).hidden)
+def hidden_items(caller: Caller, rules: SensitivityRules | None) -> Hidden | None:
+    """Which items of an identity section ``caller`` cannot see (an upsert never matches
+    them: its answer would tell a hidden item's identity); None: it sees every one."""
+    if rules is None:
+        return None
+    level = clearance(caller, rules)
+    if level >= rules.highest:
+        return None
+
+    def hidden(section: pointers.Segments, index: int, item: Any) -> bool:
+        where = (*section, str(index))
+        return max(rules.item_rank(item), rules.section_rank(where)) > level
+
+    return hidden
+
+
+# -- answers in the caller's terms ---------------------------------------------------------
+#
+# Paths in answers and errors are the caller's view paths: a stored index would tell how
+# many hidden items lie before the one it names, and a message about a value holding
+# hidden content would show it.
+
+_GENERIC = {
+    "SCHEMA_VIOLATION": "the document would not satisfy its schema here.",
+    "MAX_CHARS_EXCEEDED": "the document would exceed the binding's size limit.",
+    "ARRAY_LIMIT_EXCEEDED": "the section would exceed its item limit.",
+}
+
+
+def show_error(error: MemnetError, written: list[Op], sent: list[Op]) -> None:
+    """``error``, raised for the stored ops ``sent``, changed in place to name the ops'
+    paths as the caller ``written`` them (its details, its violations, its message)."""
+    swaps = [(s.path, w.path) for s, w in zip(sent, written, strict=True) if s.path != w.path]
+    swaps += [
+        (s.from_path, w.from_path)
+        for s, w in zip(sent, written, strict=True)
+        if s.from_path is not None and w.from_path is not None and s.from_path != w.from_path
+    ]
+    if not swaps:
+        return
+    error.message = _swapped(error.message, swaps, written, error.details.get("op_index"))
+    _fix_detail(error.details, written)
+    for entry in error.details.get("violations", ()):
+        entry["message"] = _swapped(entry["message"], swaps, written, entry.get("op_index"))
+        _fix_detail(entry, written)
+
+
+def _swapped(text: str, swaps: list[tuple[str, str]], written: list[Op], index: Any) -> str:
+    """``text`` naming the caller's path of op ``index``; a text about another op that
+    names a stored path loses it (never the stored index)."""
+    if isinstance(index, int) and 0 <= index < len(written):
+        for stored, own in swaps:
+            text = text.replace(stored, own)
+    return text if not any(stored in text for stored, _ in swaps) else "the op cannot be applied."
+
+
+def _fix_detail(detail: dict[str, Any], written: list[Op]) -> None:
+    index = detail.get("op_index")
+    if isinstance(index, int) and 0 <= index < len(written) and "path" in detail:
+        op = written[index]
+        detail["path"] = op.path if detail["path"] != op.from_path else op.from_path
+
+
+def shown_violations(
+    found: list[Violation],
+    contents: tuple[Any, Any],
+    caller: Caller,
+    rules: SensitivityRules | None,
+) -> list[Violation]:
+    """The document-level ``found`` (about the content after the write, ``contents``
+    being before and after) as the caller may be told them: paths in its view (cut at the
+    first hidden step), no message about a value holding hidden content, no sizes or
+    counts that include it."""
+    if not found or rules is None:
+        return found
+    level = clearance(caller, rules)
+    after = view(contents[1], rules, level)
+    if not after.hidden and not view(contents[0], rules, level).hidden:
+        return found
+    return [_shown(v, after) for v in found]
+
+
+def _shown(found: Violation, after: View) -> Violation:
+    message = found.message
+    if found.code != "SCHEMA_VIOLATION":
+        message = _GENERIC.get(found.code, message)  # sizes and counts include hidden content
+    if found.path is None or not found.path.startswith("/content/"):
+        return replace(found, message=message)
+    inner = pointers.parse(found.path)[1:]
+    shown = to_view(inner, after)
+    cut = shown is None
+    while shown is None:  # the deepest step the caller sees
+        inner = inner[:-1]
+        shown = to_view(inner, after)
+    if cut or any(pointers.is_within(h, inner) for h in after.hidden):
+        message = _GENERIC.get(found.code, message)  # the value it names holds hidden content
+    return replace(found, message=message, path=pointers.render(("content", *shown)))

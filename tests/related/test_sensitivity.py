@@ -6,10 +6,23 @@ user's app (clearance sensitive) sees everything. Both backends and transports."
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from tests.clients import ApiClient, Reply
-from tests.related.conftest import A2P_USER_KEY
+import pytest
+
+from memnet import bootstrap, callers
+from memnet.bootstrap import Services
+from memnet.domain.errors import ConfigError
+from memnet.domain.replay_contract import ExtractionRequest
+from memnet.domain.sensitivity import parse_rules
+from memnet.services.registry import load_registry
+from tests.api.test_replay import ScriptedExtractor, drain
+from tests.clients import ApiClient, DirectClient, Reply
+from tests.conftest import make_settings
+from tests.related.conftest import A2P_AGENT_KEY, A2P_USER_KEY, ADMIN_KEY, RELATED
 
 REVIEWER_KEY = "a2p-reviewer-key"  # review role, clearance standard
 
@@ -190,9 +203,165 @@ def test_answers_do_not_tell_hidden_ids_or_the_stored_length(a2p: ApiClient):
     etag = seed(user).data["etag"]
     hidden_id = {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(1, "a2p:interests")}
     one = patch_as(reviewer, etag, [hidden_id], "h1")
-    assert one.status == 200 and "upserts" not in one.data, one.data  # no match on hidden
+    assert one.status == 200, one.data  # no match on the hidden mem_1; the view's index
+    assert one.data["upserts"] == [{"op_index": 0, "result": "added", "path": f"{SEMANTIC}/2"}]
+    again = {"op": "add", "path": f"{SEMANTIC}/-", "value": {**memory(4, "a2p:professional")}}
+    two = patch_as(reviewer, one.data["etag"], [again], "h2")  # mem_4: stored 3, seen at 1
+    assert two.data["upserts"] == [{"op_index": 0, "result": "unchanged", "path": f"{SEMANTIC}/1"}]
     etag = user.request("GET", MEMORIES).headers["etag"]
     for index in ("4", "01"):  # past the view's end (the stored array is longer); not a number
         op = {"op": "add", "path": f"{SEMANTIC}/{index}", "value": memory(10, "a2p:interests")}
         reply = patch_as(reviewer, etag, [op], f"i{index}")
         assert (reply.status, reply.error_code) == (422, "PATCH_NOT_APPLICABLE"), reply.data
+
+
+def _stored_index_named(reply: Reply) -> bool:
+    """Whether the answer names mem_4 by its stored index (3) instead of the view's (1)."""
+    return f"{SEMANTIC}/3" in json.dumps(reply.data)
+
+
+def test_errors_name_the_callers_paths_not_the_stored_ones(a2p: ApiClient):
+    reviewer = a2p.as_key(REVIEWER_KEY)
+    etag = seed(a2p.as_key(A2P_USER_KEY)).data["etag"]
+    wrong = {"op": "test", "path": f"{SEMANTIC}/1/content", "value": "not memory 4"}
+    failed = patch_as(reviewer, etag, [wrong], "e1")
+    assert (failed.status, failed.error_code) == (422, "PATCH_TEST_FAILED"), failed.data
+    assert failed.data["error"]["details"]["path"] == f"{SEMANTIC}/1/content"
+    assert not _stored_index_named(failed) and "memory 1" not in json.dumps(failed.data)
+    invalid = {"op": "replace", "path": f"{SEMANTIC}/1/content", "value": ""}
+    refused = patch_as(reviewer, etag, [invalid], "e2")
+    assert (refused.status, refused.error_code) == (422, "SCHEMA_VIOLATION"), refused.data
+    violation = refused.data["error"]["details"]["violations"][0]
+    assert violation["path"] == f"{SEMANTIC}/1/content", violation
+    assert not _stored_index_named(refused)
+
+
+def test_a_schema_message_about_a_value_holding_hidden_content_is_not_shown(a2p: ApiClient):
+    reviewer = a2p.as_key(REVIEWER_KEY)
+    etag = seed(a2p.as_key(A2P_USER_KEY)).data["etag"]
+    many = [
+        {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(100 + n, "a2p:interests")}
+        for n in range(50)
+    ]
+    for batch in range(10):  # past the section's maxItems of 500: a message on the array
+        reply = patch_as(reviewer, etag, many, f"b{batch}")
+        if reply.status != 200:
+            break
+        etag = reply.data["etag"]
+        many = [
+            {**op, "value": {**op["value"], "id": f"b{batch}_{i}"}} for i, op in enumerate(many)
+        ]
+    assert (reply.status, reply.error_code) == (422, "SCHEMA_VIOLATION"), reply.data
+    assert "memory 1" not in json.dumps(reply.data) and "memory 3" not in json.dumps(reply.data)
+    violation = reply.data["error"]["details"]["violations"][0]
+    assert violation["path"] == SEMANTIC
+
+
+# -- the replay of an upload has the uploader's clearance -----------------------------------
+
+
+@pytest.fixture
+def scripted(tmp_path: Path) -> Iterator[tuple[Services, ScriptedExtractor]]:
+    settings = replace(
+        make_settings(tmp_path / "data"),
+        profiles_dir=RELATED / "profiles",
+        callers_file=RELATED / "callers.dev.json",
+    )
+    extractor = ScriptedExtractor()
+    services = bootstrap.build(settings, extractor=extractor)
+    bootstrap.install(services)
+    yield services, extractor
+    bootstrap.install(None)
+
+
+SNAP = f"{USER}/snapshots/conv-1/snap-1"
+
+
+def _upload_and_replay(
+    services: Services, extractor: ScriptedExtractor, client: ApiClient
+) -> tuple[list[Any], dict[str, Any]]:
+    seen: list[Any] = []
+
+    def output(request: ExtractionRequest) -> dict[str, Any]:
+        seen.extend(t.content for t in request.targets if t.binding_id == "memories")
+        probe = {"op": "test", "path": SEMANTIC, "value": []}  # an array holding hidden items
+        patch = {
+            "target_binding_id": "memories",
+            "target_path": "memories.json",
+            "ops": [probe],
+            "confidence": 1.0,
+            "evidence": {"message_ids": ["m1"]},
+        }
+        return {"digests": [], "patches": [patch]}
+
+    extractor.output = output
+    body = {
+        "messages": [
+            {"id": "m1", "role": "user", "text": "hi", "timestamp": "2026-11-24T10:00:00Z"}
+        ],
+        "profile_id": "a2p-v1",
+    }
+    assert client.request("PUT", SNAP, body).status == 202
+    drain(services)
+    return seen, client.request("GET", SNAP + "/replay").data
+
+
+def test_a_replay_sees_and_tells_only_what_its_uploader_may(scripted):
+    services, extractor = scripted
+    seed(DirectClient(A2P_USER_KEY))
+    agent = DirectClient(A2P_AGENT_KEY)
+    seen, status = _upload_and_replay(services, extractor, agent)
+    assert [m["id"] for m in seen[0]["memories"]["a2p:semantic"]] == ["mem_2", "mem_4"]
+    assert status["rejected"][0]["code"] == "CLEARANCE_EXCEEDED", status
+    assert "memory 1" not in json.dumps(status) and "memory 3" not in json.dumps(status)
+
+
+def test_an_admins_upload_replays_with_every_class(scripted):
+    services, extractor = scripted
+    seed(DirectClient(A2P_USER_KEY))
+    seen, _ = _upload_and_replay(services, extractor, DirectClient(ADMIN_KEY))
+    assert [m["id"] for m in seen[0]["memories"]["a2p:semantic"]] == [
+        "mem_1",
+        "mem_2",
+        "mem_3",
+        "mem_4",
+    ]
+
+
+# -- clearances in the callers file ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("clearance", "profiles"),
+    [("secret", ["a2p-v1"]), ("*", ["a2p-v1"]), ("restricted", ["mosaic-v1"]), (3, ["*"])],
+)
+def test_a_clearance_must_be_a_class_of_the_callers_profiles(tmp_path, clearance, profiles):
+    entry = {
+        "caller_id": "x",
+        "key_sha256": "0" * 64,
+        "tenants": ["*"],
+        "profiles": profiles,
+        "roles": ["read"],
+        "clearance": clearance,
+    }
+    callers_file = tmp_path / "callers.json"
+    callers_file.write_text(json.dumps({"callers": [entry]}))
+    settings = replace(
+        make_settings(tmp_path / "data"),
+        profiles_dir=RELATED / "profiles",
+        callers_file=callers_file,
+    )
+    with pytest.raises(ConfigError) as caught:
+        callers.authenticator(settings, load_registry(settings.profiles_dir))
+    assert "/callers/0/clearance" in str(caught.value)
+    entry["clearance"], entry["profiles"] = "restricted", ["*"]  # a class of a2p-v1
+    callers_file.write_text(json.dumps({"callers": [entry]}))
+    callers.authenticator(settings, load_registry(settings.profiles_dir))
+
+
+def test_only_an_admin_that_names_no_clearance_sees_every_class():
+    rules = parse_rules({"classes": ["standard", "restricted", "sensitive"]}, "memories")
+    assert rules.clearance(None, admin=True) == rules.highest
+    assert rules.clearance("elsewhere", admin=True) == 0  # another profile's class
+    assert rules.clearance("restricted", admin=True) == 1
+    assert rules.clearance(None, admin=False) == 0

@@ -155,7 +155,7 @@ def test_a_shared_documents_history_hides_whose_conversations_taught_it(soorma: 
 
 
 def test_a_users_replay_never_writes_a_shared_document(related: World):
-    replay = replay_caller(SnapshotRef("t1", "u1", "c1", "s1"), "soorma-coala-v1")
+    replay = replay_caller(SnapshotRef("t1", "u1", "c1", "s1"), "soorma-coala-v1", None)
     with pytest.raises(Forbidden) as refused:
         related.services.documents.patch(
             replay, _command(DocumentRef("t1", "u1", "knowledge", "base.json"))

@@ -8,8 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memnet.domain import pointers
+from memnet.domain.callers import Caller
+from memnet.domain.errors import Unprocessable
 from memnet.domain.patching import apply_ops, parse_ops
-from memnet.domain.sensitivity import parse_rules, to_stored, view, write_violations
+from memnet.domain.policy import Violation
+from memnet.domain.sensitivity import parse_rules, to_stored, to_view, view, write_violations
+from memnet.services import views
 
 RULES = parse_rules(
     {
@@ -61,6 +65,58 @@ def test_view_indexes_become_stored_indexes():
     assert to_stored(("items", "2"), seen) == ("items", "-")  # after the last seen
     assert to_stored(("items", "-"), seen) == ("items", "-")
     assert to_stored(("note",), seen) == ("note",)
+
+
+def test_stored_paths_become_the_views_and_hidden_ones_none():
+    seen = view(DOC, RULES, STANDARD)
+    assert to_view(("items", "3", "content"), seen) == ("items", "1", "content")  # B
+    assert to_view(("items", "5"), seen) == ("items", "2")  # past the stored end
+    assert to_view(("items", "0"), seen) is None  # H
+    assert to_view(("items", "2", "content"), seen) is None  # inside R
+    assert to_view(("secrets", "pin"), seen) is None
+    for stored in (("items", "1"), ("items", "3"), ("note",)):
+        assert to_stored(to_view(stored, seen) or (), seen) == stored
+
+
+AGENT = Caller("agent", frozenset({"t"}), frozenset({"p"}), frozenset({"write"}))
+
+
+def test_errors_and_answers_name_the_callers_paths():
+    written = parse_ops([{"op": "test", "path": "/content/items/1", "value": 1}])
+    sent = parse_ops([{"op": "test", "path": "/content/items/3", "value": 1}])
+    error = Unprocessable(
+        "op 0 (test /content/items/3) cannot be applied: no",
+        code="PATCH_TEST_FAILED",
+        op_index=0,
+        path="/content/items/3",
+    )
+    views.show_error(error, written, sent)
+    assert error.details["path"] == "/content/items/1" and "items/3" not in error.message
+    body = {
+        "document": {"content": DOC},
+        "redirected_ops": [{"op_index": 0, "from_path": "/content/items/3", "to_path": "/x/-"}],
+        "upserts": [{"op_index": 0, "result": "replaced", "path": "/content/items/3"}],
+    }
+    shown = views.shown_body(body, AGENT, RULES, written)
+    assert shown["redirected_ops"][0]["from_path"] == "/content/items/1"
+    assert shown["upserts"][0]["path"] == "/content/items/1"
+    assert shown["document"]["content"] == view(DOC, RULES, STANDARD).content
+
+
+def test_violations_about_hidden_content_keep_neither_its_path_nor_its_values():
+    found = [
+        Violation("SCHEMA_VIOLATION", "'1234' is too short", path="/content/secrets/pin"),
+        Violation("SCHEMA_VIOLATION", "[...H...] is too long", path="/content/items"),
+        Violation("SCHEMA_VIOLATION", "5 is not a string", path="/content/items/3/content"),
+        Violation("MAX_CHARS_EXCEEDED", "document is 99 chars; binding allows 50."),
+    ]
+    shown = views.shown_violations(found, (DOC, DOC), AGENT, RULES)
+    assert [(v.path, v.message) for v in shown] == [
+        ("/content", "the document would not satisfy its schema here."),
+        ("/content/items", "the document would not satisfy its schema here."),
+        ("/content/items/1/content", "5 is not a string"),
+        (None, "the document would exceed the binding's size limit."),
+    ]
 
 
 def test_removing_what_the_caller_saw_at_1_removes_that_item():
