@@ -204,10 +204,10 @@ def show_error(error: MemnetError, written: list[Op], sent: list[Op]) -> None:
     if not swaps:
         return
     error.message = _swapped(error.message, swaps, written, error.details.get("op_index"))
-    _fix_detail(error.details, written)
+    _fix_detail(error.details, written, sent)
     for entry in error.details.get("violations", ()):
         entry["message"] = _swapped(entry["message"], swaps, written, entry.get("op_index"))
-        _fix_detail(entry, written)
+        _fix_detail(entry, written, sent)
 
 
 def _swapped(text: str, swaps: list[tuple[str, str]], written: list[Op], index: Any) -> str:
@@ -219,11 +219,22 @@ def _swapped(text: str, swaps: list[tuple[str, str]], written: list[Op], index: 
     return text if not any(stored in text for stored, _ in swaps) else "the op cannot be applied."
 
 
-def _fix_detail(detail: dict[str, Any], written: list[Op]) -> None:
+def _fix_detail(detail: dict[str, Any], written: list[Op], sent: list[Op]) -> None:
+    """A detail's ``path`` about op ``op_index``: the stored path (or a path inside its
+    value) becomes the caller's; any other, the caller's op path."""
     index = detail.get("op_index")
-    if isinstance(index, int) and 0 <= index < len(written) and "path" in detail:
-        op = written[index]
-        detail["path"] = op.path if detail["path"] != op.from_path else op.from_path
+    if not (isinstance(index, int) and 0 <= index < len(written) and "path" in detail):
+        return
+    path, mine, stored = detail["path"], written[index], sent[index]
+    for before, after in ((stored.path, mine.path), (stored.from_path, mine.from_path)):
+        if before is not None and after is not None and _starts(path, before):
+            detail["path"] = after + path[len(before) :]
+            return
+    detail["path"] = mine.path
+
+
+def _starts(path: Any, prefix: str) -> bool:
+    return isinstance(path, str) and (path == prefix or path.startswith(prefix + "/"))
 
 
 def shown_violations(

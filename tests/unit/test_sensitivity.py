@@ -167,3 +167,16 @@ def test_an_op_on_the_view_is_the_same_op_on_the_stored_document(
     after = apply_ops({"content": doc}, parse_ops([stored_op]))["content"]
     assert view(after, RULES, clearance).content == expected
     assert write_violations(doc, after, RULES, clearance) == []
+
+
+def test_a_violation_inside_an_ops_value_keeps_its_place_under_the_callers_path():
+    written = parse_ops([{"op": "replace", "path": "/content/items/1", "value": {}}])
+    sent = parse_ops([{"op": "replace", "path": "/content/items/3", "value": {}}])
+    error = Unprocessable(
+        "1 violation.",
+        code="DENIED_PATH",
+        violations=[{"code": "DENIED_PATH", "message": "denied", "op_index": 0,
+                     "path": "/content/items/3/metadata/credentials"}],
+    )  # fmt: skip
+    views.show_error(error, written, sent)
+    assert error.details["violations"][0]["path"] == "/content/items/1/metadata/credentials"
