@@ -16,6 +16,7 @@ from memnet.api import parsing
 from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
+from memnet.domain import pointers
 from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
 from memnet.domain.layout import SnapshotRef
@@ -117,7 +118,7 @@ def resolve_patch(request: ApiRequest, request_id: str) -> ApiResponse:
             location=["path", "action"],
         )
     index = request.route_params.get("patch_index", "")
-    if not index.isdigit() or len(index) > 4:
+    if not pointers.is_digits(index) or len(index) > 4:
         raise BadRequest(
             "patch_index must be a small integer.",
             code="INVALID_FIELD",

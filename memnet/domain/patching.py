@@ -128,9 +128,9 @@ def apply_in_place(document: Any, op: Op) -> Any:
 def _check_size(document: Any, op: Op, max_chars: int) -> None:
     size = len(serialise(document))
     if size > max_chars:
-        raise Unprocessable(
-            f"op {op.index} (copy to {op.path}) makes the document {size} chars; "
-            f"the binding allows {max_chars}.",
+        raise Unprocessable(  # not the size: it would tell the size of what a caller cannot see
+            f"op {op.index} (copy to {op.path}) makes the document larger than the "
+            f"binding's {max_chars} chars.",
             code="MAX_CHARS_EXCEEDED",
             op_index=op.index,
             path=op.path,
@@ -149,14 +149,21 @@ def _copy(value: Any) -> Any:
 
 
 def _apply_one(document: Any, op: Op) -> Any:
+    """``op`` applied; an op that cannot apply is refused with a fixed reason: the
+    libraries' own texts quote the values they met (a whole array or object), which an
+    error must never carry back (a caller may not see all of it: sensitivity)."""
     try:
         return jsonpatch.JsonPatch([op.as_json()]).apply(document, in_place=True)
     except jsonpatch.JsonPatchTestFailed as exc:
-        raise _not_applicable(op, "PATCH_TEST_FAILED", str(exc)) from exc
+        raise _not_applicable(op, "PATCH_TEST_FAILED", TEST_FAILED) from exc
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-        raise _not_applicable(op, "PATCH_NOT_APPLICABLE", str(exc)) from exc
+        raise _not_applicable(op, "PATCH_NOT_APPLICABLE", NO_TARGET) from exc
     except (KeyError, IndexError, TypeError) as exc:
-        raise _not_applicable(op, "PATCH_NOT_APPLICABLE", "target does not exist") from exc
+        raise _not_applicable(op, "PATCH_NOT_APPLICABLE", NO_TARGET) from exc
+
+
+TEST_FAILED = "the value at the path is not the tested value"
+NO_TARGET = "its path (or from) does not resolve in the document"
 
 
 def _not_applicable(op: Op, code: str, reason: str) -> Unprocessable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
@@ -98,13 +99,22 @@ def depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
+def is_digits(segment: str) -> bool:
+    """Whether ``segment`` is written in ASCII digits, as an array index is (``str.isdigit``
+    also takes ``²`` and ``٣``, which ``int`` then refuses or reads)."""
+    return _DIGITS.fullmatch(segment) is not None
+
+
 def resolve(document: Any, segments: Segments) -> Any:
     """Return the value at ``segments`` or raise KeyError."""
     node = document
     for segment in segments:
         if isinstance(node, dict) and segment in node:
             node = node[segment]
-        elif isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
+        elif isinstance(node, list) and is_digits(segment) and int(segment) < len(node):
             node = node[int(segment)]
         else:
             raise KeyError(render(segments))

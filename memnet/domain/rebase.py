@@ -174,4 +174,4 @@ def _paths(op: Op) -> list[Segments]:
 
 
 def _is_index(last: Segments) -> bool:
-    return bool(last) and last[0].isdigit()
+    return bool(last) and pointers.is_digits(last[0])

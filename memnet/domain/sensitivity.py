@@ -142,7 +142,7 @@ def to_stored(segments: Segments, seen: View) -> Segments:
     stored: list[str] = []
     for segment in segments:
         indexes = seen.visible.get(tuple(stored))
-        if indexes is not None and segment.isdigit():
+        if indexes is not None and pointers.is_digits(segment):
             position = int(segment)
             if segment != str(position) or position > len(indexes):
                 raise ValueError(f"no element {segment} in the view")  # nor a stored probe
@@ -164,7 +164,7 @@ def to_view(segments: Segments, seen: View) -> Segments | None:
         if tuple(stored) in hidden:
             return None
         indexes = seen.visible.get(tuple(stored[:-1]))
-        if indexes is not None and segment.isdigit():
+        if indexes is not None and pointers.is_digits(segment):
             position = int(segment)
             # an element the caller sees, or one past the stored end: the view's end
             found = indexes.index(position) if position in indexes else len(indexes)
@@ -198,7 +198,9 @@ def write_violations(
 
 def _under(key: bytes, sections: tuple[Segments, ...]) -> bool:
     where = tuple(json.loads(key)[0])
-    return any(where[: len(s)] == tuple(x for x in s if not x.isdigit()) for s in sections)
+    return any(
+        where[: len(s)] == tuple(x for x in s if not pointers.is_digits(x)) for s in sections
+    )
 
 
 def _above(content: Any, rules: SensitivityRules, clearance: int) -> Counter[bytes]:
@@ -208,6 +210,6 @@ def _above(content: Any, rules: SensitivityRules, clearance: int) -> Counter[byt
     seen = view(content, rules, clearance)
     found: Counter[bytes] = Counter()
     for at in seen.hidden:
-        where = [s for s in at if not s.isdigit()]
+        where = [s for s in at if not pointers.is_digits(s)]
         found[canonical([where, pointers.resolve(content, at)])] += 1
     return found

@@ -365,3 +365,23 @@ def test_only_an_admin_that_names_no_clearance_sees_every_class():
     assert rules.clearance("elsewhere", admin=True) == 0  # another profile's class
     assert rules.clearance("restricted", admin=True) == 1
     assert rules.clearance(None, admin=False) == 0
+
+
+def test_no_unresolvable_path_echoes_what_it_met(a2p: ApiClient):
+    reviewer = a2p.as_key(REVIEWER_KEY)
+    etag = seed(a2p.as_key(A2P_USER_KEY)).data["etag"]
+    paths = [
+        f"{SEMANTIC}/-",
+        f"{SEMANTIC}/2",  # one past the view's end: the stored end
+        "/content/memories/a2p:episodic/0",
+        "/content/memories/nope",
+        "/content/nope",
+        "/content/memories/a2p:semantic~1x",
+        "/content/memories/nope/x",
+    ]
+    for n, path in enumerate(paths):
+        for op in ({"op": "test", "path": path, "value": 1}, {"op": "remove", "path": path}):
+            reply = patch_as(reviewer, etag, [op], f"u{n}{op['op']}")
+            assert reply.status in (403, 422), (path, reply.data)
+            text = json.dumps(reply.data)
+            assert "memory 1" not in text and "mem_3" not in text, (path, reply.data)

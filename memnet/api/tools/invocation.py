@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memnet.api.http import JSON, ApiRequest, ApiResponse
+from memnet.domain import pointers
 from memnet.domain.errors import BadRequest
 
 # Headers a tool sets on its own requests: the MCP request's own never reach the API.
@@ -122,7 +123,7 @@ def error_result(response: ApiResponse) -> ToolResult:
 def _retry_after(response: ApiResponse) -> int | None:
     """The response's ``Retry-After`` (the API sends whole seconds), else None."""
     value = next((v for k, v in response.headers.items() if k.lower() == "retry-after"), None)
-    return int(value) if value is not None and value.strip().isdigit() else None
+    return int(value) if value is not None and pointers.is_digits(value.strip()) else None
 
 
 @dataclass(frozen=True)
