@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -259,13 +259,16 @@ class DocumentService:
         ticket: Ticket,
         write: bool = True,
     ) -> Response:
+        rules = views.rules_for(profile, binding)
+        partial = not views.sees_all(caller, rules) and cmd.reason not in STORED_PATHS
+        if partial and cmd.rebase:  # its check compares the ops with stored changes since
+            cmd = replace(cmd, rebase=False)  # (it would tell which hidden items changed)
         current, expired_etag = self._chain.checked_current(cmd, binding)
         reviewer = bool(caller.roles & REVIEWER_ROLES) or cmd.reason not in EXTENDS_EXPIRY
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer)
-        rules = views.rules_for(profile, binding)
         start = current.document.get("content") if current else binding.initial_content
         ops_in = cmd.ops
-        if rules is not None and cmd.reason not in STORED_PATHS:  # written against a view
+        if partial and rules is not None:  # written against a view
             ops_in = views.stored_ops(cmd.ops, start, caller, rules)
         try:
             return self._planned(

@@ -253,14 +253,24 @@ def _require_reviewer_or_reader(caller: Caller, tenant_id: str) -> None:
 
 
 def _reader(caller: Caller, tenant_id: str) -> Caller:
-    return replace(caller, tenants=frozenset({tenant_id}), roles=frozenset({"read"}))
+    return replace(
+        caller,
+        tenants=frozenset({tenant_id}),
+        roles=frozenset({"read"}),
+        clearance=caller.acting_clearance(),  # an admin keeps every class
+    )
 
 
 def _writer(caller: Caller, tenant_id: str) -> Caller:
     """The reviewer, allowed the one write its decision makes (a reviewer need not hold
     ``write``): the audit record's actor is the reviewer's own id."""
     roles = {"write", "review"} | ({"read"} if caller.roles & {"read", "admin"} else set())
-    return replace(caller, tenants=frozenset({tenant_id}), roles=frozenset(roles))
+    return replace(
+        caller,
+        tenants=frozenset({tenant_id}),
+        roles=frozenset(roles),
+        clearance=caller.acting_clearance(),
+    )
 
 
 def _not_found() -> NotFound:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
+from memnet.domain.callers import ANY, Caller
 from memnet.domain.document_model import Precondition, WriteCommand
 from memnet.domain.envelope import canonical
 from memnet.domain.layout import DocumentRef, SnapshotRef
@@ -64,9 +64,7 @@ def uploader_clearance(caller: Caller) -> str | None:
     """The clearance the replay of ``caller``'s upload has: the uploader's own, every
     class for an admin that names none (as its own writes have), else none (the lowest
     class; so too for a snapshot that landed in storage without an upload)."""
-    if caller.clearance is None and "admin" in caller.roles:
-        return FULL_CLEARANCE
-    return caller.clearance
+    return caller.acting_clearance()
 
 
 def fingerprint(value: Any) -> str:

@@ -32,6 +32,7 @@ from memnet.ports import (
     MessageQueue,
     PreconditionFailed,
 )
+from memnet.services import views
 from memnet.services.registry import ProfileRegistry
 from memnet.services.replay_records import Record, ReplayRecords
 from memnet.services.replay_writes import REPLAY_QUEUE, uploader_clearance
@@ -71,7 +72,9 @@ class SnapshotService:
             transcript.metadata,
         )
         created = self._store(ref, stored)
-        return created, self.start(ref, "upload", caller.caller_id, uploader_clearance(caller))
+        record = self.start(ref, "upload", caller.caller_id, uploader_clearance(caller))
+        self._check_clearance(caller, record)  # an upload of an existing snapshot shows it
+        return created, record
 
     def _store(self, ref: SnapshotRef, transcript: Transcript) -> bool:
         plaintext = _dump(transcript.as_json())
@@ -166,7 +169,15 @@ class SnapshotService:
             raise NotFound("No replay for this snapshot.", code="REPLAY_NOT_FOUND")
         if record.get("profile_id"):  # it shows what the replay planned for that profile
             caller.require_profile(record["profile_id"])
+        self._check_clearance(caller, record)
         return record
+
+    def _check_clearance(self, caller: Caller, record: Record) -> None:
+        """A replay's plan and outcomes hold what its uploader could see: only a caller
+        with at least that clearance reads them (docs/profiles.md "Sensitivity")."""
+        profile = self._registry.get(record.get("profile_id") or "")
+        if profile is not None:
+            views.require_clearance_of(caller, profile, record.get("clearance"))
 
 
 def snapshot_ref_of(name: str) -> SnapshotRef | None:

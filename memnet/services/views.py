@@ -39,6 +39,12 @@ def clearance(caller: Caller, rules: SensitivityRules) -> int:
     return rules.clearance(caller.clearance, "admin" in caller.roles)
 
 
+def sees_all(caller: Caller, rules: SensitivityRules | None) -> bool:
+    """Whether ``caller`` has every class's clearance (or there are no classes): its view
+    is the stored document, and nothing of this module changes what it does."""
+    return rules is None or clearance(caller, rules) >= rules.highest
+
+
 def seen(document: dict[str, Any], caller: Caller, rules: SensitivityRules | None) -> Any:
     """``document`` (an envelope) as ``caller`` may see it."""
     if rules is None or not isinstance(document, dict):
@@ -159,6 +165,18 @@ def require_full(caller: Caller, rules: SensitivityRules | None) -> None:
     if rules is not None and clearance(caller, rules) < rules.highest:
         raise Forbidden(
             "This document's history needs clearance for every sensitivity class.",
+            code="CLEARANCE_REQUIRED",
+        )
+
+
+def require_clearance_of(caller: Caller, profile: Profile, name: str | None) -> None:
+    """403 ``CLEARANCE_REQUIRED`` unless ``caller`` has at least clearance ``name`` in
+    ``profile``'s classes (what a replay of an upload with that clearance could see and
+    plan; a profile without classes: anyone)."""
+    rules = profile.sensitivity("")  # the classes alone, no binding's sections
+    if rules is not None and clearance(caller, rules) < rules.clearance(name, admin=False):
+        raise Forbidden(
+            "This replay's status needs the clearance its snapshot's uploader had.",
             code="CLEARANCE_REQUIRED",
         )
 

@@ -128,7 +128,7 @@ def test_an_index_that_exists_only_because_of_a_later_append_is_412(client: ApiC
 def test_a_non_ascii_digit_in_a_rebased_path_is_422_not_500(client: ApiClient):
     stale = create(client, URL, note("first")).data["etag"]
     patch(client, stale, note("second"), "k2", url=URL)
-    for n, digit in enumerate(("²", "٣", "１")):  # str.isdigit() takes them; int() may not
+    for n, digit in enumerate(("²", "٣", "\uff11")):  # str.isdigit() takes them; int() may not
         probe = [{"op": "test", "path": f"/content/recent_notes/{digit}", "value": "x"}]
         reply = patch(client, stale, probe, f"k-digit-{n}", url=URL, rebase=True)
         assert reply.status == 422, (digit, reply.data)

@@ -139,6 +139,22 @@ def test_a_reviewer_below_a_candidates_class_neither_sees_nor_approves_it(a2p: A
     assert semantic(a2p.request("GET", MEMORIES)) == ["mem_2", "mem_4"]
 
 
+def test_an_admin_that_names_no_clearance_reviews_every_class(a2p: ApiClient):
+    admin = a2p.as_key(ADMIN_KEY)
+    etag = seed(a2p.as_key(A2P_USER_KEY)).data["etag"]
+    for n in (6, 7):
+        op = {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(n, "a2p:health")}
+        etag = patch_as(a2p, etag, [op], f"p{n}").data["etag"]
+    queue = admin.request("GET", f"{USER}/proposals?profile_id=a2p-v1").data
+    first, second = queue["proposals"]
+    to = f"{USER}/proposals/{first['proposal_id']}/approve?profile_id=a2p-v1"
+    approved = admin.request("POST", to)
+    assert approved.status == 200, approved.data
+    to = f"{USER}/proposals/{second['proposal_id']}/reject?profile_id=a2p-v1"
+    rejected = admin.request("POST", to)
+    assert rejected.status == 200, rejected.data
+
+
 def test_a_write_that_changes_hidden_content_is_refused(a2p: ApiClient):
     reviewer = a2p.as_key(REVIEWER_KEY)
     etag = seed(a2p.as_key(A2P_USER_KEY)).data["etag"]
@@ -275,6 +291,10 @@ def scripted(tmp_path: Path) -> Iterator[tuple[Services, ScriptedExtractor]]:
 
 
 SNAP = f"{USER}/snapshots/conv-1/snap-1"
+_TRANSCRIPT = {
+    "messages": [{"id": "m1", "role": "user", "text": "hi", "timestamp": "2026-11-24T10:00:00Z"}],
+    "profile_id": "a2p-v1",
+}
 
 
 def _upload_and_replay(
@@ -295,13 +315,7 @@ def _upload_and_replay(
         return {"digests": [], "patches": [patch]}
 
     extractor.output = output
-    body = {
-        "messages": [
-            {"id": "m1", "role": "user", "text": "hi", "timestamp": "2026-11-24T10:00:00Z"}
-        ],
-        "profile_id": "a2p-v1",
-    }
-    assert client.request("PUT", SNAP, body).status == 202
+    assert client.request("PUT", SNAP, _TRANSCRIPT).status == 202
     drain(services)
     return seen, client.request("GET", SNAP + "/replay").data
 
@@ -314,6 +328,19 @@ def test_a_replay_sees_and_tells_only_what_its_uploader_may(scripted):
     assert [m["id"] for m in seen[0]["memories"]["a2p:semantic"]] == ["mem_2", "mem_4"]
     assert status["rejected"][0]["code"] == "CLEARANCE_EXCEEDED", status
     assert "memory 1" not in json.dumps(status) and "memory 3" not in json.dumps(status)
+
+
+def test_a_replays_status_needs_its_uploaders_clearance(scripted):
+    services, extractor = scripted
+    user = DirectClient(A2P_USER_KEY)
+    seed(user)
+    _upload_and_replay(services, extractor, user)  # clearance sensitive: it saw mem_1, mem_3
+    refused = DirectClient(A2P_AGENT_KEY).request("GET", SNAP + "/replay")
+    assert (refused.status, refused.error_code) == (403, "CLEARANCE_REQUIRED"), refused.data
+    same = {**_TRANSCRIPT, "service_id": "a2p-user"}  # the agent may name any service
+    again = DirectClient(A2P_AGENT_KEY).request("PUT", SNAP, same)
+    assert (again.status, again.error_code) == (403, "CLEARANCE_REQUIRED"), again.data
+    assert user.request("GET", SNAP + "/replay").status == 200
 
 
 def test_an_admins_upload_replays_with_every_class(scripted):
