@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from itertools import pairwise
@@ -63,10 +63,14 @@ class CompactionRules:
 
 @dataclass(frozen=True)
 class Protection:
-    """Which items are durable facts that compaction may never drop."""
+    """Which items are durable facts that compaction may never drop, and each item's
+    sensitivity class (``rank(section, index, item)``; :mod:`memnet.domain.sensitivity`):
+    items of different classes are never merged, or a caller that sees one could learn
+    of, or erase, the other by writing its near duplicate."""
 
     durable_sections: tuple[Segments, ...] = ()
     min_durable: float = 0.0
+    rank: Callable[[Segments, int, Any], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,7 @@ class _Entry:
     index: int
     item: Any
     protected: bool
+    rank: int = 0  # its sensitivity class
 
     @cached_property
     def exact(self) -> bytes:
@@ -262,8 +267,14 @@ def _entries(
     if not isinstance(items, list):
         return None
     durable = any(pointers.is_within(section.pointer, d) for d in protection.durable_sections)
+    rank = protection.rank or (lambda _section, _index, _item: 0)
     return [
-        _Entry(i, item, durable and _confidence(item, section) >= protection.min_durable)
+        _Entry(
+            i,
+            item,
+            durable and _confidence(item, section) >= protection.min_durable,
+            rank(section.pointer, i, item),
+        )
         for i, item in enumerate(items)
     ]
 
@@ -354,6 +365,8 @@ def _provenance(best: _Entry, gone: list[_Entry], section: SectionRules) -> list
 
 
 def _duplicate_kind(first: _Entry, other: _Entry, section: SectionRules) -> str | None:
+    if first.rank != other.rank:
+        return None
     if first.exact == other.exact:
         return "merge_duplicate"
     a, b = text_of(first.item, section.text_fields), text_of(other.item, section.text_fields)
@@ -406,11 +419,13 @@ def _low_value_key(entry: _Entry, section: SectionRules) -> tuple[Any, ...]:
 
 
 def _trim_one(section: SectionRules, entries: list[_Entry], result: Plan) -> bool:
-    """Remove the lowest-value unprotected entry; False when every entry is protected."""
+    """Remove the lowest-value unprotected entry of the lowest sensitivity class (what a
+    caller below a class adds never pushes out that class's items while its own remain);
+    False when every entry is protected."""
     open_ = [e for e in entries if not e.protected]
     if not open_:
         return False
-    victim = min(open_, key=lambda e: _low_value_key(e, section))
+    victim = min(open_, key=lambda e: (e.rank, *_low_value_key(e, section)))
     entries.remove(victim)
     result.removed.append(_removed(section, victim, "trim", section.move_to_events))
     return True

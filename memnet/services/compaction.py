@@ -41,6 +41,7 @@ from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.proposals import items_at
 from memnet.ports import BlobInfo, BlobStore, Clock, MessageQueue, SearchIndex
+from memnet.services import views
 from memnet.services.audit import AuditLog
 from memnet.services.compaction_digest import (
     COMPACTION_CALLER,
@@ -144,6 +145,7 @@ class CompactionService:
         protection = Protection(
             confidence.durable_sections.get(target.binding.binding_id, ()),
             confidence.min_durable,
+            views.item_ranks(views.rules_for(target.profile, target.binding)),
         )
         envelope = char_count(stored.document) - char_count(stored.document["content"])
         max_ops = target.profile.max_ops_per_patch

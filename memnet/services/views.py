@@ -11,6 +11,7 @@ records hold every value ever written).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -18,6 +19,7 @@ from memnet.domain import pointers
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Forbidden, MemnetError, Unprocessable
 from memnet.domain.patching import Op, apply_in_place, apply_ops, parse_ops
+from memnet.domain.pointers import Segments
 from memnet.domain.policy import Violation
 from memnet.domain.profiles import Binding, Profile
 from memnet.domain.sensitivity import (
@@ -179,6 +181,17 @@ def require_clearance_of(caller: Caller, profile: Profile, name: str | None) -> 
             "This replay's status needs the clearance its snapshot's uploader had.",
             code="CLEARANCE_REQUIRED",
         )
+
+
+def item_ranks(rules: SensitivityRules | None) -> Callable[[Segments, int, Any], int] | None:
+    """Each array item's class, ``(section, index, item)`` (None: no classes)."""
+    if rules is None:
+        return None
+
+    def rank(section: Segments, index: int, item: Any) -> int:
+        return max(rules.item_rank(item), rules.section_rank((*section, str(index))))
+
+    return rank
 
 
 def hidden_items(caller: Caller, rules: SensitivityRules | None) -> Hidden | None:

@@ -22,7 +22,7 @@ from memnet.services.registry import load_registry
 from tests.api.test_replay import ScriptedExtractor, drain
 from tests.clients import ApiClient, DirectClient, Reply
 from tests.conftest import make_settings
-from tests.related.conftest import A2P_AGENT_KEY, A2P_USER_KEY, ADMIN_KEY, RELATED
+from tests.related.conftest import A2P_AGENT_KEY, A2P_USER_KEY, ADMIN_KEY, RELATED, World
 
 REVIEWER_KEY = "a2p-reviewer-key"  # review role, clearance standard
 
@@ -271,6 +271,17 @@ def test_a_schema_message_about_a_value_holding_hidden_content_is_not_shown(a2p:
     assert "memory 1" not in json.dumps(reply.data) and "memory 3" not in json.dumps(reply.data)
     violation = reply.data["error"]["details"]["violations"][0]
     assert violation["path"] == SEMANTIC
+
+
+def test_compaction_never_merges_items_of_different_classes(related: World, a2p: ApiClient):
+    reviewer, user = a2p.as_key(REVIEWER_KEY), a2p.as_key(A2P_USER_KEY)
+    etag = seed(user).data["etag"]
+    guess = {"id": "mine", "content": "memory 1", "category": "a2p:interests", "confidence": 1.0}
+    assert patch_as(reviewer, etag, [{"op": "add", "path": f"{SEMANTIC}/-", "value": guess}], "g")
+    related.services.compaction.compact("t1", "u1", "a2p", "memories.json")
+    assert semantic(user.request("GET", MEMORIES)) == ["mem_1", "mem_2", "mem_3", "mem_4", "mine"]
+    mine = reviewer.request("GET", MEMORIES).data["document"]["content"]["memories"]
+    assert "consolidatedFrom" not in mine["a2p:semantic"][-1]
 
 
 # -- the replay of an upload has the uploader's clearance -----------------------------------

@@ -75,6 +75,13 @@ def test_oldest_notes_are_trimmed_first_until_within_max_items():
     assert {r.path for r in result.removed} == {"/content/notes/1", "/content/notes/3"}
 
 
+def test_items_of_a_lower_class_are_trimmed_before_any_of_a_higher_one():
+    content = {"notes": [note(f"n{d}", d) for d in (1, 2, 3, 4, 5)]}
+    ranked = Protection(rank=lambda _section, index, _item: 1 if index < 2 else 0)
+    result = plan(content, notes_rules(max_items=3, low_value=("oldest",)), ranked)
+    assert applied(content, result.ops)["notes"] == [note("n1", 1), note("n2", 2), note("n5", 5)]
+
+
 def test_low_value_order_is_the_profiles():
     content = {
         "facts": [
