@@ -64,11 +64,13 @@ class SensitivityRules:
         if not isinstance(item, dict):
             return 0
         given = item.get(self.item_field)
-        own = self.rank(given) if isinstance(given, str) else 0
+        own = self.rank(given.strip()) if isinstance(given, str) else 0
         mapped = 0
         value = item.get(self.by_field) if self.by_field else None
         if isinstance(value, str):
+            value = value.strip().casefold()  # " Health\n" is in the "health" class too
             for prefix, name in self.prefixes.items():
+                prefix = prefix.casefold()
                 if value == prefix or value.startswith((prefix + ".", prefix + ":")):
                     mapped = max(mapped, self.rank(name))
         proposed = 0

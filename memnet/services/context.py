@@ -225,13 +225,22 @@ class ContextService:
         """Each candidate's index entry plus its document's semantic text: from the text
         cache when fresh, else read (the reads at the same time)."""
         refs = {p: _semantic_ref(profile, rules, reader, p) for p in tied}
-        cached = {p: self._texts.fresh(r.blob_name) if r else "" for p, r in refs.items()}
+        shared = not _classified(profile)  # else each caller's view is its own text
+        cached = {
+            p: (self._texts.fresh(r.blob_name) if shared else None) if r else ""
+            for p, r in refs.items()
+        }
         reader.prefetch(r for p, r in refs.items() if r is not None and cached[p] is None)
         texts = {}
         for project_id, ref in refs.items():
             own = cached[project_id]
             if own is None and ref is not None:
-                own = self._remember_text(rules, ref, reader.load(ref))
+                stored = reader.load(ref)
+                own = (
+                    self._remember_text(rules, ref, stored)
+                    if shared
+                    else (semantic_text(rules, stored.document) if stored else "")
+                )
             project = index.projects[project_id]
             texts[project_id] = " ".join([*project.names, *project.keywords, own or ""])
         return texts
@@ -250,6 +259,9 @@ class ContextService:
         binding = profile.binding(rules.index_binding)
         assert binding is not None and binding.path is not None  # checked at profile load
         ref = reader.ref(binding, binding.path)
+        if _classified(profile):  # each caller's view is its own index: no cache
+            found = reader.load(ref)
+            return (RoutingIndex() if found is None else build_index(found, rules)), True
         if not binding.in_context:  # not returned: a cached index may stand in for it
             cached, asked = self._indexes.current(self._blobs, ref.blob_name, use_ttl=use_ttl)
             if cached is not None:
@@ -330,12 +342,19 @@ def _semantic_ref(
     return next(iter(_project_refs(profile, rules, reader, project_id)), None)
 
 
+def _classified(profile: Profile) -> bool:
+    """Whether the profile has sensitivity classes: then what routing derives from a
+    document (its index, its semantic text) is the reading caller's view, never cached
+    across callers."""
+    return profile.raw.get("sensitivity_rules") is not None
+
+
 def _shaper(
     profile: Profile, caller: Caller
 ) -> Callable[[DocumentRef, StoredDocument], StoredDocument] | None:
     """The caller's view of each document read (sensitivity), or None when the profile
     has no sensitivity rules."""
-    if profile.raw.get("sensitivity_rules") is None:
+    if not _classified(profile):
         return None
 
     def shape(ref: DocumentRef, stored: StoredDocument) -> StoredDocument:

@@ -366,6 +366,7 @@ class DocumentService:
         found = document_violations(document, binding, validator, len(text))
         found = found or change_violations(profile, binding, before or {}, document)
         found = found or proposer_checks(profile, binding, record, before, document, self._now_at())
+        found = found or views.indexed_targets((old, document["content"]), pending, caller, rules)
         raise_if_any(views.shown_violations(found, (old, document["content"]), caller, rules))
         if not write:
             return write_response(record, None, document)

@@ -89,7 +89,9 @@ class ProposalReview:
             stored = self._documents.load(ref)
             if stored is not None:
                 items = queue_items(profile, binding, ref, stored, now)
-                found += [i for i in items if _may_see(caller, profile, binding, i["item"])]
+                kept = [i for i in items if _may_see(caller, profile, binding, i["item"])]
+                # its place in the pending section as this caller sees it (sensitivity)
+                found += [{**entry, "index": place} for place, entry in enumerate(kept)]
         return {"proposals": found, "more": more}
 
     def _documents_with_proposals(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -116,7 +116,25 @@ def load_registry(directory: Path) -> ProfileRegistry:
     for profile in profiles.values():
         _check_initial_content(registry, profile, directory)
         _check_statement_samples(registry, profile, directory)
+    _check_same_sensitivity(profiles.values(), directory)
     return registry
+
+
+def _check_same_sensitivity(profiles: Iterable[Profile], directory: Path) -> None:
+    """Profiles that bind one namespace classify it alike: a caller allowed two of them
+    names the profile of each request, and one without the other's
+    ``sensitivity_rules`` would show it everything (docs/profiles.md "Sensitivity")."""
+    seen: dict[str, Profile] = {}
+    for profile in profiles:
+        for namespace in sorted({b.namespace for b in profile.bindings}):
+            other = seen.setdefault(namespace, profile)
+            mine, theirs = (p.raw.get("sensitivity_rules") for p in (profile, other))
+            if mine != theirs:
+                raise ConfigError(
+                    str(directory / f"{profile.profile_id}.json"),
+                    "/sensitivity_rules",
+                    f"differs from {other.profile_id!r}'s, which binds namespace {namespace!r} too",
+                )
 
 
 def _read_json(path: Path) -> Any:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from memnet.domain import pointers
+from memnet.domain import pointers, proposals
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Forbidden, MemnetError, Unprocessable
 from memnet.domain.patching import Op, apply_in_place, apply_ops, parse_ops
@@ -160,6 +160,28 @@ def check_write(
     found = write_violations(before, after, rules, clearance(caller, rules), write_up)
     if found:
         raise Forbidden(found[0][1] + ".", code="CLEARANCE_EXCEEDED")
+
+
+def indexed_targets(
+    contents: tuple[Any, Any],
+    pending: tuple[str, ...] | None,
+    caller: Caller,
+    rules: SensitivityRules | None,
+) -> list[Violation]:
+    """A caller that sees less than everything may propose only targets without array
+    indexes (an append ``-``, a member): a proposal's ``target_path`` is applied as a
+    stored path by whoever approves it, and an index of the caller's view is not one."""
+    if pending is None or sees_all(caller, rules):
+        return []
+    return [
+        Violation(
+            "PROPOSAL_TARGET_INDEXED",
+            "a caller that does not see every item proposes appends ('-') or members only.",
+            path=pointers.render(("content", *pending, str(index), "target_path")),
+        )
+        for index, item in proposals.fresh(contents[0], contents[1], pending)
+        if any(pointers.is_digits(s) for s in proposals.target_of(item) or ())
+    ]
 
 
 def require_full(caller: Caller, rules: SensitivityRules | None) -> None:

@@ -6,6 +6,7 @@ user's app (clearance sensitive) sees everything. Both backends and transports."
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -423,3 +424,14 @@ def test_no_unresolvable_path_echoes_what_it_met(a2p: ApiClient):
             assert reply.status in (403, 422), (path, reply.data)
             text = json.dumps(reply.data)
             assert "memory 1" not in text and "mem_3" not in text, (path, reply.data)
+
+
+def test_profiles_that_bind_one_namespace_must_classify_it_alike(tmp_path):
+    shutil.copytree(RELATED / "profiles", tmp_path / "profiles")
+    twin = json.loads((tmp_path / "profiles" / "a2p-v1.json").read_text())
+    del twin["sensitivity_rules"]  # the same memories, read through a profile without classes
+    twin["profile_id"] = "a2p-open"
+    (tmp_path / "profiles" / "a2p-open.json").write_text(json.dumps(twin))
+    with pytest.raises(ConfigError) as caught:
+        load_registry(tmp_path / "profiles")
+    assert "/sensitivity_rules" in str(caught.value) and "'a2p'" in str(caught.value)

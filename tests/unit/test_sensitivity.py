@@ -180,3 +180,21 @@ def test_a_violation_inside_an_ops_value_keeps_its_place_under_the_callers_path(
     )  # fmt: skip
     views.show_error(error, written, sent)
     assert error.details["violations"][0]["path"] == "/content/items/1/metadata/credentials"
+
+
+def test_a_category_is_classified_whatever_its_case_or_surrounding_space():
+    for category in ("a2p:health\n", " a2p:Health.sleep", "A2P:RELATIONSHIPS\t"):
+        assert RULES.item_rank(mem("x", category)) > STANDARD, category
+    assert RULES.item_rank(mem("x", sensitivity="sensitive\n")) == SENSITIVE
+
+
+def test_a_caller_that_sees_less_proposes_no_indexed_target():
+    old = {"pending": []}
+    new = {"pending": [{"candidate": "x", "target_path": "/items/1"},
+                       {"candidate": "y", "target_path": "/items/-"}]}  # fmt: skip
+    found = views.indexed_targets((old, new), ("pending",), AGENT, RULES)
+    assert [(v.code, v.path) for v in found] == [
+        ("PROPOSAL_TARGET_INDEXED", "/content/pending/0/target_path")
+    ]
+    admin = Caller("admin", frozenset({"t"}), frozenset({"p"}), frozenset({"admin"}))
+    assert views.indexed_targets((old, new), ("pending",), admin, RULES) == []
