@@ -341,7 +341,7 @@ def _kept(best: _Entry, members: list[_Entry], section: SectionRules, out: Plan)
     if provenance is not None:
         changes[section.consolidated_field or ""] = provenance
     if changes and isinstance(best.item, dict):
-        stays[0] = _Entry(best.index, {**best.item, **changes}, best.protected)
+        stays[0] = _Entry(best.index, {**best.item, **changes}, best.protected, best.rank)
     return stays
 
 
@@ -398,8 +398,10 @@ def _merged_evidence(best: _Entry, others: list[_Entry], section: SectionRules) 
 
 
 def _removed(section: SectionRules, entry: _Entry, reason: str, to_event: bool) -> Removed:
+    """An item the plan removes; only an item of the lowest sensitivity class goes to
+    the event digest (events carry no classes: anyone who may search would read it)."""
     path = pointers.render((CONTENT, *section.pointer, str(entry.index)))
-    return Removed(path, entry.item, reason, to_event)
+    return Removed(path, entry.item, reason, to_event and entry.rank == 0)
 
 
 # -- trimming --------------------------------------------------------------------------

@@ -157,13 +157,26 @@ def _apply_one(document: Any, op: Op) -> Any:
     except jsonpatch.JsonPatchTestFailed as exc:
         raise _not_applicable(op, "PATCH_TEST_FAILED", TEST_FAILED) from exc
     except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as exc:
-        raise _not_applicable(op, "PATCH_NOT_APPLICABLE", NO_TARGET) from exc
+        raise _not_applicable(op, "PATCH_NOT_APPLICABLE", _reason(exc)) from exc
     except (KeyError, IndexError, TypeError) as exc:
         raise _not_applicable(op, "PATCH_NOT_APPLICABLE", NO_TARGET) from exc
 
 
 TEST_FAILED = "the value at the path is not the tested value"
 NO_TARGET = "its path (or from) does not resolve in the document"
+_REASONS = (  # the libraries' texts that quote nothing, and what we say for them
+    ("outside of list", "its array index is past the end of the array"),
+    ("own children", "a value cannot move into itself"),
+    ("whole document", "the whole document cannot be removed"),
+    ("invalid array index", "its array index is not a number"),
+)
+
+
+def _reason(exc: Exception) -> str:
+    """A fixed reason for a library error, chosen by its kind; its own text is never
+    passed on (many quote the value they met)."""
+    text = str(exc)
+    return next((reason for found, reason in _REASONS if found in text), NO_TARGET)
 
 
 def _not_applicable(op: Op, code: str, reason: str) -> Unprocessable:

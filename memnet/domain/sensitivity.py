@@ -18,6 +18,7 @@ something above its clearance.
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,17 @@ class SensitivityRules:
     def rank(self, name: str | None) -> int:
         """A class's place (0: least sensitive); unknown or none: 0."""
         return self.classes.index(name) if name in self.classes else 0
+
+    def named_rank(self, value: Any) -> int:
+        """The class an item's own member names, compared folded (NFKC, case, outer white
+        space); absent (None) or blank: the lowest; anything else it does not name — a
+        misspelling, ``"sensitive\u200b"``, a number — the highest: an item that says
+        it is sensitive in a way the rules cannot read is kept from everyone below."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return 0
+        folded = [fold(c) for c in self.classes]
+        name = fold(value) if isinstance(value, str) else None
+        return folded.index(name) if name in folded else self.highest
 
     def clearance(self, name: str | None, admin: bool) -> int:
         """A caller's clearance: its own class if this profile has it (``*``: every
@@ -63,14 +75,13 @@ class SensitivityRules:
         """An item's own class: its ``field``, or its ``by_field`` prefix, the higher."""
         if not isinstance(item, dict):
             return 0
-        given = item.get(self.item_field)
-        own = self.rank(given.strip()) if isinstance(given, str) else 0
+        own = self.named_rank(item.get(self.item_field))
         mapped = 0
         value = item.get(self.by_field) if self.by_field else None
         if isinstance(value, str):
-            value = value.strip().casefold()  # " Health\n" is in the "health" class too
+            value = fold(value)  # " Health\n" is in the "health" class too
             for prefix, name in self.prefixes.items():
-                prefix = prefix.casefold()
+                prefix = fold(prefix)
                 if value == prefix or value.startswith((prefix + ".", prefix + ":")):
                     mapped = max(mapped, self.rank(name))
         proposed = 0
@@ -82,6 +93,11 @@ class SensitivityRules:
                 target = ()
             proposed = max(self.item_rank(item["candidate"]), self.section_rank(target))
         return max(own, mapped, proposed)
+
+
+def fold(text: str) -> str:
+    """``text`` as names compare: NFKC, without outer white space, case-folded."""
+    return unicodedata.normalize("NFKC", text).strip().casefold()
 
 
 def parse_rules(raw: Mapping[str, Any], binding_id: str) -> SensitivityRules:

@@ -156,6 +156,7 @@ class DocumentService:
         caller.require(cmd.ref.tenant_id, "admin")
         self._check_tombstone(cmd.ref)
         profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        views.require_full(caller, views.rules_for(profile, binding), "Replacing a document")
         cmd = scoped_write(caller, cmd, binding, admin_replace=True)
         response = self._idempotent(
             caller, cmd, lambda t: self._replace(caller, cmd, profile, binding, t)
@@ -261,8 +262,10 @@ class DocumentService:
     ) -> Response:
         rules = views.rules_for(profile, binding)
         partial = not views.sees_all(caller, rules) and cmd.reason not in STORED_PATHS
-        if partial and cmd.rebase:  # its check compares the ops with stored changes since
-            cmd = replace(cmd, rebase=False)  # (it would tell which hidden items changed)
+        if partial and cmd.rebase and not views.appends_only(cmd.ops):
+            # the check compares the ops with the stored changes since: for any op but an
+            # append it would tell which hidden items changed
+            cmd = replace(cmd, rebase=False)
         current, expired_etag = self._chain.checked_current(cmd, binding)
         reviewer = bool(caller.roles & REVIEWER_ROLES) or cmd.reason not in EXTENDS_EXPIRY
         intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer)

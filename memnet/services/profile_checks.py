@@ -131,6 +131,10 @@ def check_sensitivity(raw: Mapping[str, Any], src: str) -> None:
         if name not in classes:
             where = f"/sensitivity_rules/by_field/prefixes/{prefix}"
             raise ConfigError(src, where, f"{name!r} is not one of the classes")
+    for i, binding in enumerate(raw["document_bindings"]):
+        if binding.get("lookup_fields"):  # a lookup matches stored content, not a view
+            where = f"/document_bindings/{i}/lookup_fields"
+            raise ConfigError(src, where, "lookups are not available with sensitivity_rules")
     ids = {b["binding_id"] for b in raw["document_bindings"]}
     for binding_id, sections in rules.get("sections", {}).items():
         if binding_id not in ids:

@@ -89,9 +89,10 @@ class ProposalReview:
             stored = self._documents.load(ref)
             if stored is not None:
                 items = queue_items(profile, binding, ref, stored, now)
-                kept = [i for i in items if _may_see(caller, profile, binding, i["item"])]
-                # its place in the pending section as this caller sees it (sensitivity)
-                found += [{**entry, "index": place} for place, entry in enumerate(kept)]
+                pending = profile.confidence.pending_sections[binding.binding_id]
+                content = stored.document.get("content")
+                rules = views.rules_for(profile, binding)
+                found += views.queue_seen(items, content, pending, caller, rules)
         return {"proposals": found, "more": more}
 
     def _documents_with_proposals(
@@ -221,17 +222,6 @@ class ProposalReview:
                 if n + 1 >= HISTORY_LOOKBACK:
                     break
         raise _not_found()
-
-
-def _may_see(caller: Caller, profile: Profile, binding: Binding, item: dict[str, Any]) -> bool:
-    """Whether the proposal's candidate, at its target, is within the caller's clearance
-    (a profile without sensitivity rules: always)."""
-    rules = profile.sensitivity(binding.binding_id)
-    if rules is None:
-        return True
-    target = proposals.target_of(item) or ()
-    rank = max(rules.item_rank(item.get("candidate")), rules.section_rank(target))
-    return rank <= views.clearance(caller, rules)
 
 
 def _answer(decided: dict[str, Any], response: dict[str, Any], reader: bool) -> dict[str, Any]:

@@ -92,7 +92,13 @@ class ReplayService:
         self._documents, self._events, self._extractor = documents, events, extractor
         self._clock = clock
         self.review = ReplayReview(
-            records, documents, queue, clock, retry_base_seconds, retry_limit
+            records,
+            documents,
+            queue,
+            clock,
+            retry_base_seconds,
+            retry_limit,
+            snapshots.check_clearance,
         )
 
     @property
@@ -170,6 +176,7 @@ class ReplayService:
         record = self._records.load(ref)
         if record is not None and record.get("profile_id"):
             caller.require_profile(record["profile_id"])
+        self._snapshots.check_clearance(caller, record)
         if record is None or record["status"] != "failed":
             raise Conflict("Only a failed replay can be re-driven.", code="REPLAY_NOT_FAILED")
 

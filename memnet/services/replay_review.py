@@ -9,11 +9,12 @@ ignored, and the record is updated under its ETag."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from memnet.domain.callers import Caller
-from memnet.domain.errors import EtagMismatch, MemnetError, NotFound
+from memnet.domain.errors import EtagMismatch, Forbidden, MemnetError, NotFound
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.timestamps import format_millis
 from memnet.ports import Clock, MessageQueue
@@ -51,9 +52,11 @@ class ReplayReview:
         clock: Clock,
         retry_base_seconds: int,
         retry_limit: int,
+        check_clearance: Callable[[Caller, Record | None], None] = lambda caller, record: None,
     ) -> None:
         self._records, self._documents, self._queue, self._clock = records, documents, queue, clock
         self._retry_base, self._retry_limit = retry_base_seconds, retry_limit
+        self._check_clearance = check_clearance  # a replay's plan shows what it could see
 
     def park(self, ref: SnapshotRef, index: int, error: EtagMismatch) -> Record:
         """Queue the first retry, then record the patch as unresolved (in this order: a
@@ -144,6 +147,7 @@ class ReplayReview:
         record = self._records.load(ref)
         if record is not None and record.get("profile_id"):
             caller.require_profile(record["profile_id"])
+        self._check_clearance(caller, record)
         entry = unresolved_entry(record, index)
         if record is None or entry is None or entry["state"] not in ("retrying", "review"):
             raise NotFound("No unresolved patch with this index.", code="UNRESOLVED_NOT_FOUND")
@@ -168,11 +172,18 @@ class ReplayReview:
         caller.require(tenant_id, "admin")
         found = []
         for record in self._records.list(tenant_id, user_id):
-            if record.get("status") == "unresolved":
+            if record.get("status") == "unresolved" and self._may_see(caller, record):
                 found.append(record)
                 if len(found) >= limit:
                     break
         return found
+
+    def _may_see(self, caller: Caller, record: Record) -> bool:
+        try:
+            self._check_clearance(caller, record)
+        except Forbidden:
+            return False
+        return True
 
     def _send_retry(self, ref: SnapshotRef, index: int, attempt: int) -> None:
         body = {"kind": "retry", **ref.as_json(), "patch_index": index, "attempt": attempt}

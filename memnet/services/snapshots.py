@@ -73,7 +73,7 @@ class SnapshotService:
         )
         created = self._store(ref, stored)
         record = self.start(ref, "upload", caller.caller_id, uploader_clearance(caller))
-        self._check_clearance(caller, record)  # an upload of an existing snapshot shows it
+        self.check_clearance(caller, record)  # an upload of an existing snapshot shows it
         return created, record
 
     def _store(self, ref: SnapshotRef, transcript: Transcript) -> bool:
@@ -115,6 +115,7 @@ class SnapshotService:
     def read(self, caller: Caller, ref: SnapshotRef) -> dict[str, Any]:
         """The transcript, for callers holding the dedicated ``snapshots`` role."""
         caller.require(ref.tenant_id, "snapshots")
+        self.check_clearance(caller, self._records.load(ref))  # what its replay could see
         try:
             return self.open(ref).as_json()
         except BlobNotFound:
@@ -169,15 +170,15 @@ class SnapshotService:
             raise NotFound("No replay for this snapshot.", code="REPLAY_NOT_FOUND")
         if record.get("profile_id"):  # it shows what the replay planned for that profile
             caller.require_profile(record["profile_id"])
-        self._check_clearance(caller, record)
+        self.check_clearance(caller, record)
         return record
 
-    def _check_clearance(self, caller: Caller, record: Record) -> None:
+    def check_clearance(self, caller: Caller, record: Record | None) -> None:
         """A replay's plan and outcomes hold what its uploader could see: only a caller
         with at least that clearance reads them (docs/profiles.md "Sensitivity")."""
-        profile = self._registry.get(record.get("profile_id") or "")
+        profile = self._registry.get((record or {}).get("profile_id") or "")
         if profile is not None:
-            views.require_clearance_of(caller, profile, record.get("clearance"))
+            views.require_clearance_of(caller, profile, (record or {}).get("clearance"))
 
 
 def snapshot_ref_of(name: str) -> SnapshotRef | None:

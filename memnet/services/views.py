@@ -47,6 +47,11 @@ def sees_all(caller: Caller, rules: SensitivityRules | None) -> bool:
     return rules is None or clearance(caller, rules) >= rules.highest
 
 
+def appends_only(ops: list[Op]) -> bool:
+    """Whether every op appends (``add`` at ``…/-``): the same op in any view."""
+    return all(op.op == "add" and op.segments[-1:] == ("-",) for op in ops)
+
+
 def seen(document: dict[str, Any], caller: Caller, rules: SensitivityRules | None) -> Any:
     """``document`` (an envelope) as ``caller`` may see it."""
     if rules is None or not isinstance(document, dict):
@@ -184,13 +189,41 @@ def indexed_targets(
     ]
 
 
-def require_full(caller: Caller, rules: SensitivityRules | None) -> None:
-    """History shows every value ever written: only with every class's clearance."""
-    if rules is not None and clearance(caller, rules) < rules.highest:
+def require_full(
+    caller: Caller, rules: SensitivityRules | None, what: str = "This document's history"
+) -> None:
+    """History shows every value ever written, and a replace states the whole document
+    (its answer, unchanged or refused, would confirm a guess of what is hidden): only
+    with every class's clearance."""
+    if not sees_all(caller, rules):
         raise Forbidden(
-            "This document's history needs clearance for every sensitivity class.",
-            code="CLEARANCE_REQUIRED",
+            f"{what} needs clearance for every sensitivity class.", code="CLEARANCE_REQUIRED"
         )
+
+
+def queue_seen(
+    entries: list[dict[str, Any]],
+    content: Any,
+    pending: Segments,
+    caller: Caller,
+    rules: SensitivityRules | None,
+) -> list[dict[str, Any]]:
+    """One document's proposal queue entries as ``caller`` may see them: those its view
+    of the pending section holds, each item as viewed (nested content above its
+    clearance left out), ``index`` its place in that view."""
+    if sees_all(caller, rules):
+        return entries
+    assert rules is not None
+    seen = view(content, rules, clearance(caller, rules))
+    shown = seen.visible.get(tuple(pending))
+    if shown is None:  # the pending section itself is above the caller's clearance
+        return []
+    items = pointers.resolve(seen.content, pending)
+    return [
+        {**entry, "index": shown.index(entry["index"]), "item": items[shown.index(entry["index"])]}
+        for entry in entries
+        if entry["index"] in shown
+    ]
 
 
 def require_clearance_of(caller: Caller, profile: Profile, name: str | None) -> None:

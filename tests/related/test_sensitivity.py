@@ -16,14 +16,23 @@ import pytest
 
 from memnet import bootstrap, callers
 from memnet.bootstrap import Services
-from memnet.domain.errors import ConfigError
+from memnet.domain.callers import Caller
+from memnet.domain.errors import ConfigError, Forbidden
+from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.replay_contract import ExtractionRequest
 from memnet.domain.sensitivity import parse_rules
 from memnet.services.registry import load_registry
 from tests.api.test_replay import ScriptedExtractor, drain
 from tests.clients import ApiClient, DirectClient, Reply
 from tests.conftest import make_settings
-from tests.related.conftest import A2P_AGENT_KEY, A2P_USER_KEY, ADMIN_KEY, RELATED, World
+from tests.related.conftest import (
+    A2P_AGENT_KEY,
+    A2P_USER_KEY,
+    ADMIN_KEY,
+    RELATED,
+    World,
+    command,
+)
 
 REVIEWER_KEY = "a2p-reviewer-key"  # review role, clearance standard
 
@@ -138,6 +147,17 @@ def test_a_reviewer_below_a_candidates_class_neither_sees_nor_approves_it(a2p: A
     assert user.request("POST", url).status == 200
     assert semantic(user.request("GET", MEMORIES))[-1] == "mem_6"
     assert semantic(a2p.request("GET", MEMORIES)) == ["mem_2", "mem_4"]
+
+
+def test_the_queue_shows_each_proposal_as_the_reviewer_may_see_it(a2p: ApiClient):
+    user, reviewer = a2p.as_key(A2P_USER_KEY), a2p.as_key(REVIEWER_KEY)
+    etag = seed(user).data["etag"]
+    nested = {"related": [{"category": "a2p:health", "text": "NESTED-SECRET"}]}
+    value = {**memory(9, "a2p:interests"), "metadata": nested}
+    assert patch_as(a2p, etag, [{"op": "add", "path": f"{SEMANTIC}/-", "value": value}], "n9")
+    (entry,) = reviewer.request("GET", f"{USER}/proposals").data["proposals"]
+    assert entry["item"]["candidate"]["metadata"] == {"related": []}
+    assert "NESTED-SECRET" in json.dumps(user.request("GET", f"{USER}/proposals").data)
 
 
 def test_an_admin_that_names_no_clearance_reviews_every_class(a2p: ApiClient):
@@ -435,3 +455,70 @@ def test_profiles_that_bind_one_namespace_must_classify_it_alike(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_registry(tmp_path / "profiles")
     assert "/sensitivity_rules" in str(caught.value) and "'a2p'" in str(caught.value)
+
+
+def test_a_caller_that_sees_less_rebases_appends_only(a2p: ApiClient):
+    user, reviewer = a2p.as_key(A2P_USER_KEY), a2p.as_key(REVIEWER_KEY)
+    stale = seed(user).data["etag"]
+    meanwhile = {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(5, "a2p:health")}
+    patch_as(user, stale, [meanwhile], "m5")
+
+    def rebased(ops: list[dict[str, Any]], key: str) -> Reply:
+        body = {"ops": ops, "confidence": 1.0, "evidence": EVIDENCE, "rebase": True}
+        return reviewer.request(
+            "PATCH", MEMORIES, body, {"If-Match": stale, "Idempotency-Key": key}
+        )
+
+    append = {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(6, "a2p:interests")}
+    assert rebased([append], "r1").status == 200
+    replaced = rebased([{"op": "remove", "path": f"{SEMANTIC}/0"}], "r2")
+    assert replaced.status == 412 and "rebase" not in replaced.data["error"]["details"]
+
+
+def test_replacing_a_document_needs_every_class(related: World, a2p: ApiClient):
+    etag = seed(a2p.as_key(A2P_USER_KEY)).data["etag"]
+    ref = DocumentRef("t1", "u1", "a2p", "memories.json")
+    stored = related.services.documents.load(ref)
+    assert stored is not None
+    admin = Caller(
+        "low-admin", frozenset({"t1"}), frozenset({"a2p-v1"}), frozenset({"admin"}),
+        clearance="standard",
+    )  # fmt: skip
+    guess = command(ref, "a2p-v1", [], reason="admin_migration", etag=etag)
+    guess = replace(guess, content=stored.document["content"])  # exactly right: no oracle
+    with pytest.raises(Forbidden) as caught:
+        related.services.documents.replace(admin, guess)
+    assert caught.value.code == "CLEARANCE_REQUIRED"
+
+
+def test_an_admin_below_the_uploaders_clearance_reads_no_replay(scripted):
+    services, extractor = scripted
+    user = DirectClient(A2P_USER_KEY)
+    seed(user)
+    _upload_and_replay(services, extractor, user)
+    low = Caller(
+        "low-admin", frozenset({"t1"}), frozenset({"a2p-v1"}),
+        frozenset({"admin", "read", "snapshots"}), clearance="standard",
+    )  # fmt: skip
+    ref = SnapshotRef("t1", "u1", "conv-1", "snap-1")
+    for attempt in (
+        lambda: services.snapshots.read(low, ref),
+        lambda: services.snapshots.status(low, ref),
+        lambda: services.replay.redrive(low, ref),
+        lambda: services.replay.review.resolve(low, ref, 0, "discard"),
+    ):
+        with pytest.raises(Forbidden) as caught:
+            attempt()
+        assert caught.value.code == "CLEARANCE_REQUIRED"
+    assert services.replay.review.unresolved(low, "t1", "u1", 10) == []
+
+
+def test_lookups_are_refused_beside_sensitivity_classes(tmp_path):
+    shutil.copytree(RELATED / "profiles", tmp_path / "profiles")
+    path = tmp_path / "profiles" / "a2p-v1.json"
+    profile = json.loads(path.read_text())
+    profile["document_bindings"][0]["lookup_fields"] = {"memory": "/memories/a2p:semantic"}
+    path.write_text(json.dumps(profile))
+    with pytest.raises(ConfigError) as caught:
+        load_registry(tmp_path / "profiles")
+    assert "not available with sensitivity_rules" in str(caught.value)

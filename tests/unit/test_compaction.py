@@ -80,6 +80,18 @@ def test_items_of_a_lower_class_are_trimmed_before_any_of_a_higher_one():
     ranked = Protection(rank=lambda _section, index, _item: 1 if index < 2 else 0)
     result = plan(content, notes_rules(max_items=3, low_value=("oldest",)), ranked)
     assert applied(content, result.ops)["notes"] == [note("n1", 1), note("n2", 2), note("n5", 5)]
+    assert all(r.to_event for r in result.removed)  # the lowest class: into the digest
+
+
+def test_a_merged_item_keeps_its_class_and_no_classified_item_goes_to_events():
+    content = {"notes": [{**note("alpha beta gamma", d), "id": f"a{d}"} for d in (1, 2)]}
+    content["notes"] += [note(f"n{d}", d) for d in (3, 4, 5)]
+    ranked = Protection(rank=lambda _section, index, _item: 1 if index < 2 else 0)
+    rules = notes_rules(max_items=3, low_value=("oldest",), consolidated_field="merged")
+    result = plan(content, rules, ranked)  # the merge rewrites the kept item (its "merged")
+    kept = applied(content, result.ops)["notes"]
+    assert [n["note"] for n in kept][:1] == ["alpha beta gamma"]  # merged, not trimmed
+    assert not any(r.to_event for r in result.removed if "alpha" in str(r.item))
 
 
 def test_low_value_order_is_the_profiles():

@@ -186,6 +186,11 @@ def test_a_category_is_classified_whatever_its_case_or_surrounding_space():
     for category in ("a2p:health\n", " a2p:Health.sleep", "A2P:RELATIONSHIPS\t"):
         assert RULES.item_rank(mem("x", category)) > STANDARD, category
     assert RULES.item_rank(mem("x", sensitivity="sensitive\n")) == SENSITIVE
+    for named in ("Sensitive", "RESTRICTED", "\uff52estricted"):  # case, fullwidth
+        assert RULES.item_rank(mem("x", sensitivity=named)) > STANDARD, named
+    for unreadable in ("sensitive\u200b", "secret", 3, ["sensitive"]):  # fails closed
+        assert RULES.item_rank(mem("x", sensitivity=unreadable)) == SENSITIVE, unreadable
+    assert RULES.item_rank(mem("x", sensitivity=None)) == RULES.item_rank(mem("x")) == STANDARD
 
 
 def test_a_caller_that_sees_less_proposes_no_indexed_target():
