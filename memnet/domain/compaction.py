@@ -51,6 +51,21 @@ class SectionRules:
     move_to_events: bool = True
     consolidated_field: str | None = None  # the kept item's list of merged items' ids
     id_field: str = "id"
+    promote: PromoteRule | None = None
+
+
+@dataclass(frozen=True)
+class PromoteRule:
+    """When an item of a section moves to another section of the document (an episode
+    held with confidence and used often becomes a lasting fact): every threshold given
+    holds."""
+
+    to: Segments
+    min_confidence: float | None = None
+    uses_pointer: Segments | None = None  # where the item counts its uses
+    min_uses: int | None = None
+    min_similar: int | None = None  # other items of the section alike to it
+    similarity: float = 0.6
 
 
 @dataclass(frozen=True)
@@ -119,6 +134,21 @@ def _section(pointer: Segments, body: Mapping[str, Any], legacy: int | None) -> 
         move_to_events=body.get("move_to_events", True),
         consolidated_field=body.get("consolidated_field"),
         id_field=body.get("id_field", "id"),
+        promote=_promote_rule(body.get("promote")),
+    )
+
+
+def _promote_rule(raw: Mapping[str, Any] | None) -> PromoteRule | None:
+    if raw is None:
+        return None
+    uses = raw.get("uses_pointer")
+    return PromoteRule(
+        to=pointers.parse(raw["to"]),
+        min_confidence=raw.get("min_confidence"),
+        uses_pointer=None if uses is None else pointers.parse(uses),
+        min_uses=raw.get("min_uses"),
+        min_similar=raw.get("min_similar"),
+        similarity=raw.get("similarity", 0.6),
     )
 
 
@@ -221,6 +251,7 @@ class _Entry:
     item: Any
     protected: bool
     rank: int = 0  # its sensitivity class
+    # index -1: promoted into this section by this plan (appended)
 
     @cached_property
     def exact(self) -> bytes:
@@ -243,6 +274,7 @@ def plan(
         if entries is None:
             continue
         kept[section.pointer] = _merge(entries, section, result)
+    _promote(rules, kept, protection, result)
     _trim_counts(rules, kept, result)
     _trim_chars(content, rules, kept, result, envelope_chars)
     result.ops = _ops(content, kept, max_ops)
@@ -510,14 +542,71 @@ def _ops(
 
 
 def _section_ops(pointer: Segments, original: list[Any], entries: list[_Entry]) -> list[Any]:
-    def at(index: int) -> str:
+    def at(index: int | str) -> str:
         return pointers.render((CONTENT, *pointer, str(index)))
 
     edits = [
         {"op": "replace", "path": at(e.index), "value": e.item}
         for e in entries
-        if canonical(e.item) != canonical(original[e.index])
+        if e.index >= 0 and canonical(e.item) != canonical(original[e.index])
     ]
     still = {e.index for e in entries}
     gone = [i for i in range(len(original) - 1, -1, -1) if i not in still]
-    return edits + [{"op": "remove", "path": at(i)} for i in gone]
+    added = [{"op": "add", "path": at("-"), "value": e.item} for e in entries if e.index < 0]
+    return edits + [{"op": "remove", "path": at(i)} for i in gone] + added
+
+
+# -- promotion -------------------------------------------------------------------------
+
+
+def _promote(
+    rules: CompactionRules,
+    kept: dict[Segments, list[_Entry]],
+    protection: Protection,
+    out: Plan,
+) -> None:
+    """Move each item that meets its section's ``promote`` thresholds to the end of the
+    target section — never into a section where it would have another sensitivity
+    class (a move must not declassify, nor classify, what a caller saw)."""
+    rank = protection.rank or (lambda _section, _index, _item: 0)
+    for section in rules.sections:
+        rule, entries = section.promote, kept.get(section.pointer)
+        target = kept.get(rule.to) if rule is not None else None
+        if rule is None or entries is None or target is None:
+            continue
+        for entry in [e for e in entries if _promotable(e, entries, section, rule)]:
+            if rank(rule.to, len(target), entry.item) != entry.rank:
+                continue
+            entries.remove(entry)
+            target.append(_Entry(-1, entry.item, True, entry.rank))  # not trimmed this run
+            out.removed.append(_removed(section, entry, "promote", False))
+
+
+def _promotable(
+    entry: _Entry, entries: list[_Entry], section: SectionRules, rule: PromoteRule
+) -> bool:
+    item = entry.item
+    if rule.min_confidence is not None and _confidence(item, section) < rule.min_confidence:
+        return False
+    if rule.min_uses is not None and _uses(item, rule.uses_pointer or ()) < rule.min_uses:
+        return False
+    if rule.min_similar is not None:
+        text = text_of(item, section.text_fields)
+        alike = [
+            other
+            for other in entries
+            if other is not entry
+            and text is not None
+            and (found := text_of(other.item, section.text_fields)) is not None
+            and similarity(text, found) >= rule.similarity
+        ]
+        return len(alike) >= rule.min_similar
+    return True
+
+
+def _uses(item: Any, at: Segments) -> float:
+    try:
+        value = pointers.resolve(item, at)
+    except KeyError:
+        return 0
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else 0

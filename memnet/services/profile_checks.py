@@ -120,6 +120,21 @@ def check_promotion(raw: Mapping[str, Any], src: str) -> None:
         raise ConfigError(src, "/promotion_rules/pointer", "its section needs item_identity")
 
 
+def check_section_promotion(raw: Mapping[str, Any], src: str) -> None:
+    """A section's ``promote.to`` is another section of the same binding's compaction
+    rules (so its items are compacted there too), neither inside nor above it."""
+    for binding_id, rules in raw.get("compaction_rules", {}).items():
+        sections = rules.get("sections", {})
+        for pointer, body in sections.items():
+            to = body.get("promote", {}).get("to")
+            if to is None:
+                continue
+            where = f"/compaction_rules/{binding_id}/sections/{pointer}/promote/to"
+            nested = to.startswith(pointer + "/") or pointer.startswith(to + "/")
+            if to not in sections or to == pointer or nested:
+                raise ConfigError(src, where, "must name another section of these rules")
+
+
 def check_sensitivity(raw: Mapping[str, Any], src: str) -> None:
     """Every class ``sensitivity_rules`` names is one of its ``classes``, and its
     sections name bindings of the profile."""

@@ -43,6 +43,7 @@ from memnet.services.profile_checks import (
     check_ranking,
     check_routing,
     check_scopes,
+    check_section_promotion,
     check_sensitivity,
 )
 
@@ -195,6 +196,7 @@ def _check_references(raw: Mapping[str, Any], schemas: Mapping[SchemaKey, Any], 
     check_scopes(raw, src)
     check_ranking(raw, src)
     check_promotion(raw, src)
+    check_section_promotion(raw, src)
     check_sensitivity(raw, src)
     _check_statement_rules(raw, src)
 

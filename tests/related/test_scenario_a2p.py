@@ -144,3 +144,30 @@ def test_compaction_consolidates_duplicate_memories_with_their_provenance(
     assert kept["id"] not in kept["consolidatedFrom"]
     (change, *_) = user.get_history("a2p", "memories.json").raw["changes"]
     assert change["reason"] == "compaction" and change["actor"].startswith("memnet-")
+
+
+def test_an_episodic_memory_used_often_and_held_with_confidence_becomes_semantic(
+    agent: MemnetClient, user: MemnetClient, related: World
+):
+    """a2p's automatic promotion: confidence at least 0.9 and more than 10 uses."""
+    for n, confidence in ((1, 0.95), (2, 0.95), (3, 0.85)):
+        value = {**memory(f"ep_{n}", f"Asked about flights on day {n}", "a2p:interests.travel")}
+        propose(
+            agent, "episodic", {**value, "confidence": confidence, "metadata": {"useCount": 10}}
+        )
+    for proposal_id in by_content(user).values():
+        user.review_proposal(proposal_id, "approve")
+    used = {
+        "op": "replace",
+        "path": "/content/memories/a2p:episodic/0/metadata/useCount",
+        "value": 11,
+    }
+    user.update("a2p", "memories.json", lambda _: [used], confidence=1.0, evidence=EVIDENCE)
+    used3 = {**used, "path": "/content/memories/a2p:episodic/2/metadata/useCount", "value": 30}
+    user.update("a2p", "memories.json", lambda _: [used3], confidence=1.0, evidence=EVIDENCE)
+    related.services.compaction.compact("t1", "alice", "a2p", "memories.json")
+    memories = user.get_document("a2p", "memories.json").content["memories"]
+    assert [m["id"] for m in memories["a2p:semantic"]] == ["ep_1"]  # 11 uses, 0.95
+    assert sorted(m["id"] for m in memories["a2p:episodic"]) == ["ep_2", "ep_3"]  # 10; 0.85
+    (change, *_) = user.get_history("a2p", "memories.json").raw["changes"]
+    assert change["reason"] == "compaction" and "promote" in change["reason_codes"]

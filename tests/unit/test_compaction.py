@@ -314,3 +314,44 @@ def test_without_a_consolidated_field_no_provenance_is_written():
     content = {"facts": [a, b]}
     (kept,) = applied(content, plan(content, facts_rules(), PROTECT).ops)["facts"]
     assert "consolidated_from" not in kept
+
+
+def _promoting(**promote: Any) -> CompactionRules:
+    return parse_rules(
+        {
+            "sections": {
+                "/episodes": {"text_fields": ["text"], "promote": {"to": "/facts", **promote}},
+                "/facts": {"text_fields": ["text"]},
+            }
+        }
+    )
+
+
+def _episode(text: str, confidence: float, uses: int) -> dict[str, Any]:
+    return {"text": text, "confidence": confidence, "meta": {"uses": uses}}
+
+
+def test_an_item_meeting_every_threshold_moves_to_the_end_of_its_target():
+    content = {
+        "episodes": [_episode("a", 0.95, 12), _episode("b", 0.95, 2), _episode("c", 0.5, 40)],
+        "facts": [{"text": "old fact"}],
+    }
+    rules = _promoting(min_confidence=0.9, uses_pointer="/meta/uses", min_uses=11)
+    result = plan(content, rules, Protection())
+    after = applied(content, result.ops)
+    assert [e["text"] for e in after["episodes"]] == ["b", "c"]
+    assert [f["text"] for f in after["facts"]] == ["old fact", "a"]
+    assert result.reason_codes == ["promote"] and not any(r.to_event for r in result.removed)
+    assert plan(after, rules, Protection()).ops == []  # nothing more to do
+
+
+def test_similar_episodes_and_classes_decide_too():
+    content = {
+        "episodes": [_episode("flights to lisbon", 1, 0), _episode("flights to lisbon again", 1, 0),
+                     _episode("a cat", 1, 0)],
+        "facts": [],
+    }  # fmt: skip
+    after = applied(content, plan(content, _promoting(min_similar=1), Protection()).ops)
+    assert [e["text"] for e in after["episodes"]] == ["a cat"]
+    ranked = Protection(rank=lambda section, _index, _item: 1 if section == ("facts",) else 0)
+    assert plan(content, _promoting(min_similar=1), ranked).ops == []  # it would change class
