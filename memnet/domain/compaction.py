@@ -19,20 +19,17 @@ patch, one ``replace`` of each changed section.
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
-from itertools import pairwise
+from functools import cached_property
 from typing import Any
 
 from memnet.domain import pointers
 from memnet.domain.envelope import CONTENT, canonical, char_count
+from memnet.domain.likeness import contradicts, normalised, similarity
 from memnet.domain.pointers import Segments
 
 LOW_VALUE = ("unverified", "lowest_confidence", "oldest")
-_PUNCTUATION = re.compile(r"[^\w\s]", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -155,13 +152,6 @@ def _promote_rule(raw: Mapping[str, Any] | None) -> PromoteRule | None:
 # -- text comparison -------------------------------------------------------------------
 
 
-@lru_cache(maxsize=4096)  # a section's texts are compared pairwise: each is reused n times
-def normalised(text: str) -> str:
-    """NFKC, case folded, punctuation stripped, whitespace collapsed."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(_PUNCTUATION.sub(" ", folded).split())
-
-
 def text_of(item: Any, text_fields: tuple[str, ...]) -> str | None:
     """The item's text: a string item itself, else its ``text_fields`` joined; None when
     it has none (it then merges only as an exact duplicate)."""
@@ -198,48 +188,6 @@ def digest_text(item: Any, section: SectionRules | None, rules: CompactionRules)
     if text is None and isinstance(item, dict):
         text = next((v for v in item.values() if isinstance(v, str)), None)
     return text if text is not None else json.dumps(item, ensure_ascii=False)[:200]
-
-
-def similarity(a: str, b: str) -> float:
-    """Jaccard similarity of the sets of words of the normalised texts: shared words over
-    all words. 1.0 for equal word sets; 0.0 when either is empty."""
-    left, right = _words(a), _words(b)
-    if not left or not right:
-        return 0.0
-    return len(left & right) / len(left | right)
-
-
-@lru_cache(maxsize=4096)
-def _words(text: str) -> frozenset[str]:
-    return frozenset(normalised(text).split())
-
-
-NEGATIONS = frozenset(
-    {"not", "no", "never", "none", "nothing", "nobody", "neither", "nor", "cannot"}
-)
-_NUMBER = re.compile(r"\d")
-
-
-def contradicts(a: str, b: str) -> bool:
-    """Whether two texts may say opposite things, so that near is not the same: one
-    has a negation the other lacks (``not``, ``never``, ``cannot``, an ``n't``
-    contraction, ...), or their numbers differ (``meets at 9`` / ``meets at 10``)."""
-    return _negated(a) != _negated(b) or _numbers(a) != _numbers(b)
-
-
-@lru_cache(maxsize=4096)
-def _negated(text: str) -> frozenset[str]:
-    """The text's negation tokens (``don't`` normalises to ``don t``: its ``n`` + ``t``
-    pair counts as ``n't``; ``cant``/``wont`` written without the apostrophe too)."""
-    words = normalised(text.replace("\u2019", "'")).split()
-    found = {w for w in words if w in NEGATIONS or w in ("cant", "wont", "dont")}
-    found |= {"n't" for w, nxt in pairwise(words) if nxt == "t" and w.endswith("n")}
-    return frozenset(found)
-
-
-@lru_cache(maxsize=4096)
-def _numbers(text: str) -> frozenset[str]:
-    return frozenset(w for w in normalised(text).split() if _NUMBER.search(w))
 
 
 # -- the plan --------------------------------------------------------------------------

@@ -24,8 +24,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memnet.domain import pointers
-from memnet.domain.compaction import normalised
 from memnet.domain.envelope import CONTENT
+from memnet.domain.likeness import normalised
 from memnet.domain.patching import Op
 from memnet.domain.pointers import Segments
 from memnet.domain.timestamps import InvalidTimestamp, format_millis, parse_timestamp

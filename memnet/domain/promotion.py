@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain import pointers
-from memnet.domain.compaction import contradicts, similarity
 from memnet.domain.errors import BadRequest
+from memnet.domain.likeness import contradicts, similarity
 from memnet.domain.pointers import Segments
 from memnet.domain.profiles import fill_value
 from memnet.domain.timestamps import parse_timestamp

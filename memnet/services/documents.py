@@ -39,7 +39,7 @@ from memnet.ports import (
     PreconditionFailed,
     StorageError,
 )
-from memnet.services import telemetry, views
+from memnet.services import telemetry, view_answers, views
 from memnet.services.audit import AuditLog, apply_change
 from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.document_records import (
@@ -285,7 +285,7 @@ class DocumentService:
             )
         except MemnetError as error:
             if ops_in is not cmd.ops:  # answer in the caller's paths, not the stored ones
-                views.show_error(error, cmd.ops, ops_in)
+                view_answers.show_error(error, cmd.ops, ops_in)
             raise
 
     def _planned(
@@ -370,7 +370,9 @@ class DocumentService:
         found = found or change_violations(profile, binding, before or {}, document)
         found = found or proposer_checks(profile, binding, record, before, document, self._now_at())
         found = found or views.indexed_targets((old, document["content"]), pending, caller, rules)
-        raise_if_any(views.shown_violations(found, (old, document["content"]), caller, rules))
+        raise_if_any(
+            view_answers.shown_violations(found, (old, document["content"]), caller, rules)
+        )
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)
@@ -479,7 +481,7 @@ def _viewed(
     a lost response); ``written``: the caller's own ops, whose paths the answer names."""
     if rules is None or not isinstance(response.get("body"), dict):
         return response
-    return {**response, "body": views.shown_body(response["body"], caller, rules, written)}
+    return {**response, "body": view_answers.shown_body(response["body"], caller, rules, written)}
 
 
 def _serialised(document: dict[str, Any]) -> str:

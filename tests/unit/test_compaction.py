@@ -16,15 +16,14 @@ from memnet.domain.compaction import (
     CompactionRules,
     Protection,
     SectionRules,
-    contradicts,
     digest_text,
     parse_rules,
     plan,
     section_of,
-    similarity,
 )
 from memnet.domain.envelope import char_count
 from memnet.domain.errors import ConfigError
+from memnet.domain.likeness import contradicts, similarity
 from memnet.domain.profiles import freshness_problem
 from memnet.services.registry import load_registry
 

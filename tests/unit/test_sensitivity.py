@@ -13,7 +13,7 @@ from memnet.domain.errors import Unprocessable
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.policy import Violation
 from memnet.domain.sensitivity import parse_rules, to_stored, to_view, view, write_violations
-from memnet.services import views
+from memnet.services import view_answers, views
 
 RULES = parse_rules(
     {
@@ -90,14 +90,14 @@ def test_errors_and_answers_name_the_callers_paths():
         op_index=0,
         path="/content/items/3",
     )
-    views.show_error(error, written, sent)
+    view_answers.show_error(error, written, sent)
     assert error.details["path"] == "/content/items/1" and "items/3" not in error.message
     body = {
         "document": {"content": DOC},
         "redirected_ops": [{"op_index": 0, "from_path": "/content/items/3", "to_path": "/x/-"}],
         "upserts": [{"op_index": 0, "result": "replaced", "path": "/content/items/3"}],
     }
-    shown = views.shown_body(body, AGENT, RULES, written)
+    shown = view_answers.shown_body(body, AGENT, RULES, written)
     assert shown["redirected_ops"][0]["from_path"] == "/content/items/1"
     assert shown["upserts"][0]["path"] == "/content/items/1"
     assert shown["document"]["content"] == view(DOC, RULES, STANDARD).content
@@ -110,7 +110,7 @@ def test_violations_about_hidden_content_keep_neither_its_path_nor_its_values():
         Violation("SCHEMA_VIOLATION", "5 is not a string", path="/content/items/3/content"),
         Violation("MAX_CHARS_EXCEEDED", "document is 99 chars; binding allows 50."),
     ]
-    shown = views.shown_violations(found, (DOC, DOC), AGENT, RULES)
+    shown = view_answers.shown_violations(found, (DOC, DOC), AGENT, RULES)
     assert [(v.path, v.message) for v in shown] == [
         ("/content", "the document would not satisfy its schema here."),
         ("/content/items", "the document would not satisfy its schema here."),
@@ -178,7 +178,7 @@ def test_a_violation_inside_an_ops_value_keeps_its_place_under_the_callers_path(
         violations=[{"code": "DENIED_PATH", "message": "denied", "op_index": 0,
                      "path": "/content/items/3/metadata/credentials"}],
     )  # fmt: skip
-    views.show_error(error, written, sent)
+    view_answers.show_error(error, written, sent)
     assert error.details["violations"][0]["path"] == "/content/items/1/metadata/credentials"
 
 
