@@ -179,13 +179,13 @@ class Profile:
     proposals: ProposalRules = ProposalRules()
     ranking: Ranking | None = None  # search_rules.ranking: the search blend by default
     promotion: PromotionRules | None = None  # promotion_rules: episodes into an item
+    # sensitivity_rules as each binding sees them ("": the classes alone), built once
+    classified: Mapping[str, SensitivityRules] = field(default_factory=dict)
 
     def sensitivity(self, binding_id: str) -> SensitivityRules | None:
-        """The sensitivity rules as they apply to one binding, if the profile has any."""
-        from memnet.domain.sensitivity import parse_rules
-
-        raw = self.raw.get("sensitivity_rules")
-        return None if raw is None else parse_rules(raw, binding_id)
+        """The sensitivity rules as they apply to one binding, if the profile has any
+        (every write and read of a classified document asks: parsed once, at load)."""
+        return self.classified.get(binding_id)
 
     def binding(self, binding_id: str) -> Binding | None:
         return next((b for b in self.bindings if b.binding_id == binding_id), None)
@@ -220,7 +220,18 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
         proposals=ProposalRules(**raw.get("proposal_rules", {})),
         ranking=_build_ranking(raw.get("search_rules", {}).get("ranking")),
         promotion=_build_promotion(raw.get("promotion_rules")),
+        classified=_build_sensitivity(raw),
     )
+
+
+def _build_sensitivity(raw: Mapping[str, Any]) -> dict[str, SensitivityRules]:
+    from memnet.domain.sensitivity import parse_rules
+
+    rules = raw.get("sensitivity_rules")
+    if rules is None:
+        return {}
+    ids = ["", *(b["binding_id"] for b in raw["document_bindings"])]
+    return {binding_id: parse_rules(rules, binding_id) for binding_id in ids}
 
 
 def _build_promotion(raw: Mapping[str, Any] | None) -> PromotionRules | None:

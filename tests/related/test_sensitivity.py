@@ -104,13 +104,8 @@ def test_the_agent_cannot_add_above_its_clearance_nor_read_the_history(a2p: ApiC
     etag = a2p.request("GET", MEMORIES).headers["etag"]
     # A review-required profile turns the agent's write into a proposal; the proposal
     # itself carries no category, and the user's queue shows it, the agent's does not.
-    proposed = a2p.request(
-        "PATCH",
-        MEMORIES,
-        {"ops": [{"op": "add", "path": f"{SEMANTIC}/-", "value": memory(5, "a2p:health")}],
-         "confidence": 0.9, "evidence": EVIDENCE},
-        {"If-Match": etag, "Idempotency-Key": "p5"},
-    )  # fmt: skip
+    op = {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(5, "a2p:health")}
+    proposed = patch_as(a2p, etag, [op], "p5")
     assert proposed.status == 200 and proposed.data["redirected_ops"], proposed.data
     assert a2p.request("GET", f"{USER}/proposals").data["proposals"] == []
     assert len(user.request("GET", f"{USER}/proposals").data["proposals"]) == 1
@@ -132,13 +127,8 @@ def test_a_reviewer_below_a_candidates_class_neither_sees_nor_approves_it(a2p: A
     user, reviewer = a2p.as_key(A2P_USER_KEY), a2p.as_key(REVIEWER_KEY)
     seed(user)
     etag = a2p.request("GET", MEMORIES).headers["etag"]
-    a2p.request(
-        "PATCH",
-        MEMORIES,
-        {"ops": [{"op": "add", "path": f"{SEMANTIC}/-", "value": memory(6, "a2p:health")}],
-         "confidence": 0.9, "evidence": EVIDENCE},
-        {"If-Match": etag, "Idempotency-Key": "p6"},
-    )  # fmt: skip
+    op = {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(6, "a2p:health")}
+    patch_as(a2p, etag, [op], "p6")
     assert reviewer.request("GET", f"{USER}/proposals").data["proposals"] == []
     (entry,) = user.request("GET", f"{USER}/proposals").data["proposals"]
     url = f"{USER}/proposals/{entry['proposal_id']}/approve"
