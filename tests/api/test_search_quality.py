@@ -26,8 +26,8 @@ KINDS = ("exact", "paraphrase", "shared_vocabulary", "time_filtered", "filtered"
 TOP_K = 20  # a relevant event ranked below this counts as not found (reciprocal rank 0)
 CUTOFF = 5  # recall@5
 # Measured when the set was introduced (see the test's printed table), rounded down to 0.05.
-RECALL_FLOOR = 0.85  # measured 0.854 (newest-first: 0.058)
-MRR_FLOOR = 0.90  # measured 0.901 (newest-first: 0.068)
+RECALL_FLOOR = 0.85  # measured 0.868 (newest-first: 0.058); 0.854 with stop words searched
+MRR_FLOOR = 0.90  # measured 0.908 (newest-first: 0.068); 0.901 with stop words searched
 
 
 @dataclass

@@ -14,12 +14,7 @@ from typing import Any
 import pytest
 
 from memnet.adapters.local.search import SqliteSearchIndex
-from memnet.adapters.local.search_terms import (
-    MAX_QUERY_TOKENS,
-    field_counts,
-    filters,
-    query_words,
-)
+from memnet.adapters.local.search_terms import field_counts, filters
 from memnet.ports import EventQuery, IndexedEvent, SearchIndex
 
 T0 = "2026-01-01T00:00:00Z"
@@ -443,13 +438,6 @@ def test_concurrent_processes_lose_no_writes(tmp_path: Path) -> None:
 
 
 # --- what only the SQLite index promises ---------------------------------------------------
-
-
-def test_query_text_is_only_distinct_words() -> None:
-    words = query_words('NEAR(a b) "x" col:term -y * AND a A')
-    assert words == ["NEAR", "a", "b", "x", "col", "term", "y", "AND"]
-    assert query_words("\"'*()") == []
-    assert len(query_words(" ".join(f"w{i}" for i in range(100)))) == MAX_QUERY_TOKENS
 
 
 def test_the_constructor_touches_no_file(tmp_path: Path) -> None:

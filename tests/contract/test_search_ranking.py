@@ -17,7 +17,8 @@ import pytest
 from memnet.adapters.local import search_rank
 from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.adapters.local.search_postings import analyse, prepare
-from memnet.adapters.local.search_terms import micros, query_words, utc
+from memnet.adapters.local.search_terms import micros, utc
+from memnet.domain.search_words import query_words
 from memnet.ports import EventQuery, IndexedEvent
 
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta", "memory"]

@@ -4,14 +4,18 @@ The index is the one ARCHITECTURE.md ("Events") decides, written out in
 ``search_index.json`` and applied by :meth:`AzureSearchIndex.ensure_index`: key ``id`` =
 URL-safe base64 of ``tenant|user|event_id`` (also filterable and sortable, so
 :meth:`~AzureSearchIndex.list_event_ids` can page by key past the 100,000 ``$skip``
-limit), ``digest`` and ``keywords`` searchable with ``en.microsoft``, BM25 with keywords
-weighted 1.5 (the default scoring profile, as in the SQLite index).
+limit), ``digest`` and ``keywords`` searchable with the ``memnet_text`` analyzer (words
+split where a character is not a letter, digit or mark, lowercase, ASCII folding, the
+Porter stemmer: the embedded index's FTS5 ``porter unicode61 remove_diacritics 2``), BM25
+with keywords weighted 1.5 (the default scoring profile, as in the SQLite index).
 
 Every query's OData filter starts with ``tenant_id eq '..' and user_id eq '..'``; string
 literals double their single quotes, collections match with ``any()`` + ``search.in``.
-The query text goes to the simple parser with ``searchMode=any`` and every operator
-character backslash-escaped, so user input is only ever terms. Text without a letter or
-digit is treated as empty: ``*`` ordered by ``timestamp desc``.
+The query text is reduced to its words first, as the embedded index does
+(:func:`memnet.domain.search_words.query_words`: English stop words dropped unless nothing
+else remains), and only those words, space-separated, go to the simple parser with
+``searchMode=any``: no operator character can reach it. Text without a word is treated
+as empty: ``*`` ordered by ``timestamp desc``.
 
 Every SDK exception is translated in one place, :func:`map_search_errors`. The
 constructor does no I/O; clients are built on first use, once per index object.
@@ -21,7 +25,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -39,6 +42,7 @@ from azure.core.exceptions import (
 from azure.search.documents import SearchClient
 from azure.search.documents.indexes import SearchIndexClient
 
+from memnet.domain.search_words import query_words
 from memnet.domain.timestamps import normalise_timestamp
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
 
@@ -51,8 +55,6 @@ INDEX_DEFINITION = Path(__file__).with_name("search_index.json")
 SEARCH_FIELDS = ["digest", "keywords"]
 BATCH = 1000  # documents per indexing request (the service's limit)
 PAGE = 1000
-_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
-_WORD = re.compile(r"[^\W_]")
 _DELIMITERS = ",|;~^#"
 _TRANSIENT_STATUSES = frozenset({408, 429})
 _TRANSIENT_ITEM_STATUSES = frozenset({409, 422, 503})  # per-document retryable (SDK's list)
@@ -201,8 +203,9 @@ def document(event: IndexedEvent) -> dict[str, Any]:
 
 
 def search_text(text: str) -> str | None:
-    """The text with every simple-syntax operator escaped; None if it has no word."""
-    return _SPECIAL.sub(r"\\\1", text) if _WORD.search(text) else None
+    """The words a query searches, space-separated (no operator character is a word
+    character); None if it has no word."""
+    return " ".join(query_words(text)) or None
 
 
 def odata_string(value: str) -> str:

@@ -55,7 +55,7 @@ from memnet.adapters.local.search_postings import (
     analyse,
     prepare,
 )
-from memnet.adapters.local.search_terms import field_counts, filters, query_words, utc
+from memnet.adapters.local.search_terms import field_counts, filters, utc
 from memnet.adapters.local.search_writes import (
     COLUMNS,
     SCHEMA,
@@ -64,6 +64,7 @@ from memnet.adapters.local.search_writes import (
     remove_event,
 )
 from memnet.adapters.local.sqlite_wal import use_wal
+from memnet.domain.search_words import query_words
 from memnet.domain.timestamps import format_timestamp
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
 

@@ -4,7 +4,7 @@ reads (:class:`Ranking`, which feeds :func:`.search_rank.top`).
 
 Analyser: SQLite FTS5's tokenizer, run through a per-connection temporary FTS5 table and
 read back per occurrence with ``fts5vocab``; the text is split into words first
-(:func:`.search_terms.tokens`), so the tokenizer only folds and stems them.
+(:func:`memnet.domain.search_words.words`), so the tokenizer only folds and stems them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from memnet.adapters.local import search_rank
-from memnet.adapters.local.search_terms import field_counts, filters, tokens
+from memnet.adapters.local.search_terms import field_counts, filters
+from memnet.domain.search_words import words
 from memnet.ports import EventQuery
 
 TOKENIZER = "porter unicode61 remove_diacritics 2 categories 'L* N* Co M*' tokenchars '_'"
@@ -171,7 +172,7 @@ def analyse(
         return []
     db.executemany(
         "INSERT INTO temp.analyse (rowid, digest, keywords) VALUES (?, ?, ?)",
-        ((i, " ".join(tokens(d)), " ".join(tokens(k))) for i, (d, k) in enumerate(texts)),
+        ((i, " ".join(words(d)), " ".join(words(k))) for i, (d, k) in enumerate(texts)),
     )
     out: list[tuple[list[str], list[str]]] = [([], []) for _ in texts]
     for doc, term, column in db.execute("SELECT doc, term, col FROM temp.analysed"):

@@ -1,54 +1,16 @@
-"""The pure half of the embedded search index (:mod:`.search`): words of a text, the
+"""The pure half of the embedded search index (:mod:`.search`): the
 SQL filter clauses of a query, and timestamps (read by :mod:`memnet.domain.timestamps`, the one
 parser) as UTC microseconds. No I/O."""
 
 from __future__ import annotations
 
-import functools
-import re
-import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import EventQuery
 
-MAX_QUERY_TOKENS = 32
 _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
-
-_ASCII_WORD = re.compile("[A-Za-z0-9]+")
-
-
-@functools.cache
-def _token_pattern() -> re.Pattern[str]:
-    """Letters, digits and ``_`` (``\\w``) plus combining marks (category M), which ``re``
-    cannot name, as one class of ranges; built on first use (marks live in planes 0, 1
-    and 14). One class, not an alternation: ``re`` then scans a run in one loop."""
-    points = (*range(0x20000), *range(0xE0000, 0xE1000))
-    marks = [p for p in points if unicodedata.category(chr(p))[0] == "M"]
-    runs: list[list[int]] = []
-    for point in marks:
-        if runs and runs[-1][1] == point - 1:
-            runs[-1][1] = point
-        else:
-            runs.append([point, point])
-    ranges = "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs)
-    return re.compile(f"[\\w{ranges}]+")
-
-
-def tokens(text: str) -> list[str]:
-    """The words of ``text``: runs of letters, digits and marks, after NFKC (``_``
-    separates words; it is made a space so that the one-class patterns can skip it)."""
-    text = unicodedata.normalize("NFKC", text).replace("_", " ")
-    return (_ASCII_WORD if text.isascii() else _token_pattern()).findall(text)
-
-
-def query_words(text: str) -> list[str]:
-    """The first :data:`MAX_QUERY_TOKENS` distinct words of a query (case-insensitive)."""
-    distinct: dict[str, str] = {}
-    for token in tokens(text):
-        distinct.setdefault(token.lower(), token)
-    return list(distinct.values())[:MAX_QUERY_TOKENS]
 
 
 def filters(query: EventQuery, scope: int, correlated: bool = False) -> tuple[str, list[object]]:
