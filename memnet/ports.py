@@ -277,6 +277,39 @@ class SearchIndex(Protocol):
     def describe(self) -> str: ...
 
 
+# -- embedders (issue 16: hybrid retrieval) -------------------------------------------------
+
+
+class EmbedderError(Exception):
+    """No vectors for a batch of texts. ``transient``: a retry may succeed (timeout,
+    connection, 429, 5xx, no identity token yet); otherwise the settings or the server's
+    answers are wrong and retrying will not help. The message never quotes a text."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors of one fixed size for semantic search. ``model`` names
+    the model *and* the vector size (``"text-embedding-3-small@1536"``): when it changes,
+    every stored vector is stale and must be embedded again."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in the order of ``texts``, each of ``dimensions`` finite
+        floats (not necessarily unit length: compare by cosine); an empty list for no
+        texts. :class:`EmbedderError` otherwise."""
+        ...
+
+    def describe(self) -> str: ...
+
+
 class Authenticator(Protocol):
     """Turns request headers into a :class:`~memnet.domain.callers.Caller` (spec 16.1)."""
 
