@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from memnet.adapters.local.search import SqliteSearchIndex
-from memnet.adapters.local.search_vectors import text_hash
 from memnet.ports import EventQuery, IndexedEvent
 
 M = "test-model@3"
@@ -111,8 +110,3 @@ def test_zero_and_non_finite_vectors_are_refused(
 
 def test_a_vector_of_another_size_is_not_scored(index: SqliteSearchIndex) -> None:
     assert index.nearest(query(), M, [1.0, 0.0]) == []
-
-
-def test_text_hash_is_stable_and_tells_texts_apart() -> None:
-    assert text_hash("same") == text_hash("same") != text_hash("Same")
-    assert len(text_hash("\ud800 lone surrogate")) == 32

@@ -18,7 +18,6 @@ alternative; it is a loadable extension, and Python builds without
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Sequence
 
@@ -35,11 +34,6 @@ SCHEMA = (
 _NEWEST_VECTORS = """SELECT e.event_id, e.timestamp, v.vec FROM events AS e
     JOIN vectors AS v ON v.scope_id = e.scope_id AND v.event_id = e.event_id
     WHERE e.scope_id = ? AND v.model = ? {} ORDER BY e.ts_us DESC, e.event_id DESC LIMIT ?"""
-
-
-def text_hash(text: str) -> str:
-    """What a stored vector was embedded from, for staleness (not a secret)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def unit(vector: Sequence[float]) -> bytes:
