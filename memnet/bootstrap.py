@@ -22,15 +22,18 @@ from memnet.ports import (
     Authenticator,
     BlobStore,
     Clock,
+    Embedder,
     Extractor,
     KeyProvider,
     MessageQueue,
     SearchIndex,
+    VectorIndex,
 )
 from memnet.services.audit import AuditLog
 from memnet.services.compaction import CompactionService, CompactionTrigger
 from memnet.services.context import ContextService
 from memnet.services.documents import DocumentService
+from memnet.services.event_vectors import EventVectors
 from memnet.services.events import EventService
 from memnet.services.expiry import DocumentExpiry, shortest_ttl
 from memnet.services.forget import ForgetService
@@ -75,6 +78,17 @@ class Services:
     proposals: ProposalReview
 
 
+def event_vectors(index: SearchIndex, embedder: Embedder | None) -> EventVectors | None:
+    """Hybrid retrieval when an embedder is configured and the index keeps vectors."""
+    if embedder is None:
+        return None
+    if not isinstance(index, VectorIndex):
+        raise ConfigError(
+            "embedder", "search index", "the embedded one (Azure AI Search vectors: not built)"
+        )
+    return EventVectors(index, embedder)
+
+
 def build(
     settings: Settings,
     *,
@@ -86,6 +100,7 @@ def build(
     index: SearchIndex | None = None,
     keys: KeyProvider | None = None,
     extractor: Extractor | None = None,
+    embedder: Embedder | None = None,
 ) -> Services:
     """Wire everything; ``blobs``/``authenticator``/``clock`` override the configured ones."""
     clock = clock or SystemClock()
@@ -125,6 +140,7 @@ def build(
         tombstones=tombstones,
         after_index=promotion.after_indexing if promotion.configured else None,
         promote_delay=settings.promote_delay_seconds,
+        vectors=event_vectors(index, embedder),
     )
     records = ReplayRecords(blobs, clock)
     snapshots = SnapshotService(

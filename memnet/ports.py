@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from memnet.domain.callers import Caller
 from memnet.domain.replay_contract import ExtractionRequest
@@ -275,6 +275,28 @@ class SearchIndex(Protocol):
         ...
 
     def describe(self) -> str: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Event vectors beside a search index (issue 16, hybrid retrieval), of one embedding
+    model at a time: a vector of another model or text is stale."""
+
+    def put_vectors(
+        self, tenant_id: str, user_id: str, model: str, rows: list[tuple[str, str, list[float]]]
+    ) -> int:
+        """Store (event_id, text_hash, vector) for events the index holds; the number stored."""
+        ...
+
+    def stale_vectors(
+        self, tenant_id: str, user_id: str, model: str, wanted: list[tuple[str, str]]
+    ) -> list[str]:
+        """The event ids of (event_id, text_hash) with no vector of this model and text."""
+        ...
+
+    def nearest(self, query: EventQuery, model: str, vector: list[float]) -> list[EventHit]:
+        """Best first by cosine, the query's user and filters only (its text unused)."""
+        ...
 
 
 # -- embedders (issue 16: hybrid retrieval) -------------------------------------------------

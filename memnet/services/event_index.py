@@ -26,12 +26,14 @@ from memnet.domain.layout import user_prefix
 from memnet.ports import (
     BlobNotFound,
     BlobStore,
+    EmbedderError,
     IndexedEvent,
     MessageQueue,
     SearchIndex,
     StorageUnavailable,
 )
 from memnet.services import telemetry
+from memnet.services.event_vectors import EventVectors
 
 INDEX_QUEUE = "memnet-index"
 JOB_BATCH = 200
@@ -56,12 +58,14 @@ class IndexReport:
     jobs: int = 0
     indexed: int = 0
     removed: int = 0
+    embedded: int = 0
     skipped: list[SkippedEvent] = field(default_factory=list)
 
     def add(self, other: IndexReport) -> None:
         self.jobs += other.jobs
         self.indexed += other.indexed
         self.removed += other.removed
+        self.embedded += other.embedded
         self.skipped.extend(other.skipped)
 
     def as_dict(self) -> dict[str, Any]:
@@ -118,8 +122,9 @@ class IndexJobs:
         queue_name: str,
         after_index: Callable[[str, str], None] | None = None,
         promote_delay: float = 30.0,
+        vectors: EventVectors | None = None,
     ) -> None:
-        self._blobs, self._index = blobs, index
+        self._blobs, self._index, self._vectors = blobs, index, vectors
         self._promote_delay = promote_delay
         self._queue, self._queue_name = queue, queue_name
         self._after_index = after_index  # e.g. promotion; never fails the job
@@ -204,6 +209,11 @@ class IndexJobs:
         if job["action"] == "delete":
             self._index.delete(tenant_id, user_id, ids)
             return IndexReport(jobs=1, removed=len(ids))
+        if job["action"] == "embed":
+            report = IndexReport(jobs=1)
+            report.embedded = self._embed(tenant_id, user_id, self._entries(
+                tenant_id, user_id, ids, report.skipped))  # fmt: skip
+            return report
         report = self._index_events(tenant_id, user_id, ids)
         if report.indexed and "queued_at" in job:  # jobs queued before the field lack it
             telemetry.index_lagged(time.time() - float(job["queued_at"]))
@@ -219,11 +229,31 @@ class IndexJobs:
         if unindexed:
             self._index.delete(tenant_id, user_id, unindexed)
         report.indexed, report.removed = len(done), len(unindexed)
+        report.embedded = self._embed(
+            tenant_id, user_id, [e for e in entries if e.event_id in done]
+        )
         for s in report.skipped:
             log.warning("event %s/%s/%s not indexable, skipped: %s", *astuple(s))
         if done and self._after_index is not None:
             self._after_index(tenant_id, user_id)
         return report
+
+    def embeds(self) -> bool:
+        return self._vectors is not None
+
+    def _embed(self, tenant_id: str, user_id: str, entries: list[IndexedEvent]) -> int:
+        """Embed the entries' stale vectors (none without an embedder). A transient
+        embedder failure fails the job (retried; the lexical part is idempotent); any other
+        is logged and leaves the vectors stale until the next reindex."""
+        if self._vectors is None or not entries:
+            return 0
+        try:
+            return self._vectors.refresh(tenant_id, user_id, entries)
+        except EmbedderError as e:
+            if e.transient:
+                raise
+            log.warning("events of %s/%s not embedded: %s", tenant_id, user_id, e)
+            return 0
 
     def _entries(
         self, tenant_id: str, user_id: str, ids: list[str], skipped: list[SkippedEvent]
