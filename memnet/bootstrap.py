@@ -140,7 +140,8 @@ def build(
         tombstones=tombstones,
         after_index=promotion.after_indexing if promotion.configured else None,
         promote_delay=settings.promote_delay_seconds,
-        vectors=event_vectors(index, embedder),
+        vectors=event_vectors(index, embedder or make_embedder(settings)),
+        dense_weight=settings.search_dense_weight,
     )
     records = ReplayRecords(blobs, clock)
     snapshots = SnapshotService(
@@ -291,7 +292,11 @@ def search_index(settings: Settings) -> SearchIndex:
         )
     from memnet.adapters.local.search import SqliteSearchIndex
 
-    return SqliteSearchIndex(settings.data_dir / "search.sqlite3", settings.search_max_postings)
+    return SqliteSearchIndex(
+        settings.data_dir / "search.sqlite3",
+        settings.search_max_postings,
+        settings.search_max_vectors,
+    )
 
 
 def key_provider(settings: Settings) -> KeyProvider:
@@ -305,6 +310,43 @@ def key_provider(settings: Settings) -> KeyProvider:
     from memnet.adapters.local.keyfile import LocalKeyFile
 
     return LocalKeyFile(settings.snapshot_key_file)
+
+
+def make_embedder(settings: Settings) -> Embedder | None:
+    """None by default (lexical search only); an OpenAI-compatible or Azure OpenAI
+    embeddings model when configured (docs/search.md)."""
+    if settings.embedder == "none":
+        return None
+    from memnet.adapters.openai.embedder import for_azure_openai, for_openai_compatible
+
+    options: dict[str, Any] = {
+        "dimensions": settings.embedder_dimensions,
+        "timeout_seconds": settings.embedder_timeout_seconds,
+        "max_retries": settings.embedder_max_retries,
+    }
+    assert settings.embedder_model  # Settings.check guarantees it
+    if settings.embedder == "openai":
+        assert settings.embedder_base_url  # Settings.check guarantees it
+        return for_openai_compatible(
+            settings.embedder_base_url,
+            settings.embedder_api_key or "none",
+            settings.embedder_model,
+            **options,
+        )
+    assert settings.embedder_endpoint  # Settings.check guarantees it
+    token_provider = None
+    if not settings.embedder_api_key:
+        from memnet.adapters.azure.identity import openai_token_provider
+
+        token_provider = openai_token_provider()
+    return for_azure_openai(
+        settings.embedder_endpoint,
+        settings.embedder_model,
+        settings.embedder_api_version,
+        api_key=settings.embedder_api_key,
+        token_provider=token_provider,
+        **options,
+    )
 
 
 def make_extractor(settings: Settings, schemas: Mapping[SchemaKey, Any] | None = None) -> Extractor:

@@ -22,10 +22,11 @@ from typing import Any
 
 from memnet.domain.errors import BadRequest
 from memnet.domain.event_model import parse_stored
-from memnet.domain.layout import user_prefix
+from memnet.domain.layout import user_prefix, vector_model_name
 from memnet.ports import (
     BlobNotFound,
     BlobStore,
+    Condition,
     EmbedderError,
     IndexedEvent,
     MessageQueue,
@@ -129,6 +130,7 @@ class IndexJobs:
         self._queue, self._queue_name = queue, queue_name
         self._after_index = after_index  # e.g. promotion; never fails the job
         self._promote_sent: dict[tuple[str, str], float] = {}  # per user, this process
+        self._model_checked = vectors is None  # nothing to check without an embedder
 
     def reindex(self, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
         """Queue index jobs for every event blob in scope, and delete jobs for index
@@ -201,6 +203,8 @@ class IndexJobs:
         transient failure so that the queue retries it (and poisons it after the host's
         max count), never because of one bad event."""
         job = json.loads(body)
+        if not self._model_checked:
+            self.check_vector_model()
         tenant_id, user_id, ids = job["tenant_id"], job["user_id"], job["event_ids"]
         if job["action"] == "promote":
             if self._after_index is not None:
@@ -237,6 +241,27 @@ class IndexJobs:
         if done and self._after_index is not None:
             self._after_index(tenant_id, user_id)
         return report
+
+    def check_vector_model(self) -> bool:
+        """Once per process, before its first job: if the embedding model differs from the
+        one the index's vectors were last asked of (or none was), queue a reindex of
+        everything (its jobs re-embed every stale vector) and record the model. Two
+        workers doing it at once queue it twice, which only repeats idempotent jobs.
+        True when a reindex was queued."""
+        assert self._vectors is not None
+        model = self._vectors.model
+        try:
+            recorded = json.loads(self._blobs.read(vector_model_name()).data).get("model")
+        except (BlobNotFound, ValueError, AttributeError):
+            recorded = None
+        changed = bool(recorded != model)
+        if changed:
+            queued = self.reindex(None, None)
+            log.info("embedding model %s (was %s): reindex queued %s", model, recorded, queued)
+            record = json.dumps({"model": model, "previous": recorded}).encode()
+            self._blobs.write(vector_model_name(), record, Condition())
+        self._model_checked = True
+        return changed
 
     def embeds(self) -> bool:
         return self._vectors is not None
@@ -312,6 +337,8 @@ class IndexJobs:
         ``reindex --drain`` command; tests), and report what the jobs did. A failing job
         stays queued, visible again after its visibility timeout, and its error propagates."""
         report = IndexReport()
+        if not self._model_checked:
+            self.check_vector_model()
         while messages := self._queue.receive(self._queue_name, max_messages=32):
             for message in messages:
                 report.add(self.handle_job(message.body))

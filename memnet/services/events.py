@@ -196,18 +196,21 @@ class EventService:
         query: EventQuery,
         half_life_days: float | None = None,
         ranking: Ranking | None = None,
+        dense_weight: float | None = None,
     ) -> dict[str, Any]:
         """Ranked events with their pointers; ``half_life_days`` halves a hit's score for
         every that many days of age (reranking the index's top 3 x top_k); ``ranking``
         blends relevance, importance and recency (:mod:`memnet.domain.ranking`) over the
-        index's top :func:`_candidates`, each event read once."""
+        index's top :func:`_candidates`, each event read once. ``dense_weight`` (hybrid
+        retrieval, with an embedder): the dense ranking's share, else the service's."""
         caller.require(query.tenant_id, "read")
         started = time.perf_counter()
+        weight = self._dense_weight if dense_weight is None else dense_weight
         if ranking is not None:
-            results = self._blended(query, ranking)
+            results = self._blended(query, ranking, weight)
         else:
             wide = query if half_life_days is None else _widen(query)
-            hits = self._ranked(wide)
+            hits = self._ranked(wide, weight)
             if half_life_days is not None:
                 hits = sorted(
                     hits, key=lambda h: -h.score * self._decay(h.timestamp, half_life_days)
@@ -217,8 +220,8 @@ class EventService:
         telemetry.searched(bool(query.text.strip()), millis, len(results))  # ranked: has text
         return {"results": results, "count": len(results)}
 
-    def _blended(self, query: EventQuery, ranking: Ranking) -> list[dict[str, Any]]:
-        found = list(self._resolve(query, self._ranked(_candidates(query))))
+    def _blended(self, query: EventQuery, ranking: Ranking, weight: float) -> list[dict[str, Any]]:
+        found = list(self._resolve(query, self._ranked(_candidates(query), weight)))
         scored = blend(
             ranking,
             [r["score"] for r in found],
@@ -231,16 +234,17 @@ class EventService:
             for result, s in ranked[: query.top_k]
         ]
 
-    def _ranked(self, query: EventQuery) -> list[EventHit]:
-        """The index's ranking, fused with the dense one when there are vectors to ask
-        and the text has words (lexical alone otherwise, or if the embedder fails)."""
+    def _ranked(self, query: EventQuery, weight: float) -> list[EventHit]:
+        """The index's ranking, fused with the dense one (``weight`` its share) when
+        there are vectors to ask and the text has words; lexical alone otherwise, or if
+        the embedder fails."""
         lexical = self._index.search(query)
-        if self._vectors is None or self._dense_weight == 0.0:
+        if self._vectors is None or weight == 0.0:
             return lexical
         dense = self._vectors.dense(query)
         if dense is None:
             return lexical
-        return fuse(lexical, dense, self._dense_weight)[: query.top_k]
+        return fuse(lexical, dense, weight)[: query.top_k]
 
     def _resolve(self, query: EventQuery, hits: list[Any]) -> Iterator[dict[str, Any]]:
         for hit in hits:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from memnet.domain.search_words import STOP_WORDS
 from memnet.ports import EmbedderError
 from tests.api.test_events import ids, post, search
 from tests.clients import ApiClient, DirectClient, HttpClient
-from tests.conftest import AGENT_KEY, make_settings
+from tests.conftest import AGENT_KEY, REPO, make_settings
 
 CONCEPTS = {
     "worktop": "counter", "countertop": "counter", "counter": "counter",
@@ -64,7 +65,13 @@ def embedder() -> ConceptEmbedder:
 def hybrid(request: pytest.FixtureRequest, tmp_path: Path, embedder: ConceptEmbedder) -> Iterator[
     tuple[ApiClient, Services]
 ]:  # fmt: skip
-    built = bootstrap.build(make_settings(tmp_path / "data"), embedder=embedder)
+    profiles = tmp_path / "profiles"  # the starter profile, with dense_weight 0.4
+    shutil.copytree(REPO / "profiles", profiles)
+    starter = profiles / "project-copilot-v1.json"
+    raw = json.loads(starter.read_text())
+    starter.write_text(json.dumps({**raw, "search_rules": {"dense_weight": 0.4}}))
+    settings = make_settings(tmp_path / "data", profiles_dir=profiles)
+    built = bootstrap.build(settings, embedder=embedder)
     bootstrap.install(built)
     client: ApiClient = DirectClient(AGENT_KEY)
     if request.param == "http":
@@ -162,3 +169,31 @@ def test_deleted_events_leave_no_vector_behind(
     built.events.drain()
     built.events.handle_job(job("delete", [oak]))
     assert oak not in ids(search(client, text="which timber did I pick for the worktop"))
+
+
+PARAPHRASE = "which timber did I pick for the worktop"
+
+
+def test_the_weight_comes_from_the_request_then_the_profile(
+    hybrid: tuple[ApiClient, Services],
+) -> None:
+    client, built = hybrid
+    oak, *_ = load(client)
+    built.events.drain()
+    assert ids(search(client, text=PARAPHRASE))[0] == oak  # the profile's 0.4
+    assert oak not in ids(search(client, text=PARAPHRASE, dense_weight=0))  # lexical alone
+    assert ids(search(client, text=PARAPHRASE, dense_weight=1))[0] == oak
+    refused = search(client, text=PARAPHRASE, dense_weight=1.5)
+    assert refused.status == 400 and refused.error_code == "INVALID_FIELD"
+
+
+def test_a_worker_with_another_model_queues_the_reembedding_of_everything(
+    hybrid: tuple[ApiClient, Services], embedder: ConceptEmbedder, tmp_path: Path
+) -> None:
+    client, built = hybrid
+    load(client)
+    built.events.drain()
+    embedder.model = "concepts-v2@256"
+    again = bootstrap.build(built.settings, embedder=embedder)  # a new worker process
+    assert again.events.drain().embedded == 3
+    assert bootstrap.build(built.settings, embedder=embedder).events.drain().embedded == 0
