@@ -110,3 +110,11 @@ def test_zero_and_non_finite_vectors_are_refused(
 
 def test_a_vector_of_another_size_is_not_scored(index: SqliteSearchIndex) -> None:
     assert index.nearest(query(), M, [1.0, 0.0]) == []
+
+
+def test_a_vector_never_outlives_the_text_it_was_made_from(index: SqliteSearchIndex) -> None:
+    index.upsert([event("a", 1, digest="other words now")])  # the event's text changed
+    assert index.stale_vectors("t1", "u1", M, [("a", "ha")]) == ["a"]
+    assert [h.event_id for h in index.nearest(query(), M, [1, 0, 0])] == ["b", "c"]
+    index.upsert([event("b", 2, keywords=("new",))])  # keywords are embedded too
+    assert index.stale_vectors("t1", "u1", M, [("b", "hb")]) == ["b"]

@@ -123,7 +123,9 @@ class SqliteSearchIndex:
                 scope = scopes.get(owner)
                 if scope is None:
                     scope = scopes[owner] = _ensure_scope(db, *owner)
-                remove_event(db, scope, event.event_id, counts)
+                held = remove_event(db, scope, event.event_id, counts)
+                if held is not None and held != (event.digest, list(event.keywords)):
+                    search_vectors.remove(db, scope, [event.event_id])  # made from other text
                 insert_event(db, scope, event, moment, search_rank.impacts(*terms), counts)
             counts.apply(db)
 
