@@ -21,7 +21,10 @@ from azure.core.credentials import AzureKeyCredential
 
 from memnet.adapters.azure.search import INDEX_DEFINITION, AzureSearchIndex, document_key
 from memnet.adapters.azure.search_vectors import cosine
+from memnet.bootstrap import event_vectors
+from memnet.domain.errors import ConfigError
 from memnet.ports import EventHit, EventQuery, StorageError, StorageUnavailable, VectorIndex
+from memnet.services.event_vectors import EventVectors
 from tests.contract.test_azure_search_transport import (
     DOCS,
     ENDPOINT,
@@ -330,3 +333,28 @@ def test_400_on_a_vector_query_is_a_storage_error(
     with pytest.raises(StorageError) as raised:
         index.nearest(query(), M, [1, 0, 0])
     assert not isinstance(raised.value, StorageUnavailable)
+
+
+# --- wiring ---------------------------------------------------------------------------
+
+
+class FixedEmbedder:
+    model, dimensions = M, 3
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+    def describe(self) -> str:
+        return "fixed"
+
+
+def test_bootstrap_wires_an_azure_index_with_a_vector_size(index: AzureSearchIndex) -> None:
+    assert isinstance(event_vectors(index, FixedEmbedder()), EventVectors)
+
+
+def test_bootstrap_refuses_an_embedder_over_a_lexical_azure_index(
+    lexical: AzureSearchIndex,
+) -> None:
+    with pytest.raises(ConfigError, match="keeps no vectors"):
+        event_vectors(lexical, FixedEmbedder())
+    assert event_vectors(lexical, None) is None
