@@ -79,12 +79,14 @@ class Services:
 
 
 def event_vectors(index: SearchIndex, embedder: Embedder | None) -> EventVectors | None:
-    """Hybrid retrieval when an embedder is configured and the index keeps vectors."""
+    """Hybrid retrieval when an embedder is configured and the index keeps vectors: the
+    embedded index always can; an Azure AI Search index only when built with a vector size
+    (its ``vector_dimensions``, None for a lexical index)."""
     if embedder is None:
         return None
-    if not isinstance(index, VectorIndex):
+    if not isinstance(index, VectorIndex) or getattr(index, "vector_dimensions", 1) is None:
         raise ConfigError(
-            "embedder", "search index", "the embedded one (Azure AI Search vectors: not built)"
+            "embedder", "search index", f"{index.describe()} keeps no vectors (no vector size)"
         )
     return EventVectors(index, embedder)
 
