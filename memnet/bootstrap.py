@@ -289,8 +289,12 @@ def search_index(settings: Settings) -> SearchIndex:
         from memnet.adapters.azure.search import AzureSearchIndex
 
         assert settings.search_endpoint is not None  # Settings.check guarantees it
+        embeds = settings.embedder != "none"  # the vector field's size: Settings.check
         return AzureSearchIndex.from_settings(
-            settings.search_endpoint, settings.search_index_name, settings.search_api_key
+            settings.search_endpoint,
+            settings.search_index_name,
+            settings.search_api_key,
+            vector_dimensions=settings.embedder_dimensions if embeds else None,
         )
     from memnet.adapters.local.search import SqliteSearchIndex
 

@@ -69,3 +69,15 @@ def test_azure_openai_takes_the_extractor_endpoint_unless_its_own_is_set() -> No
     assert settings.embedder_endpoint == "https://other.openai.azure.com"
     assert "embedder_api_key" not in repr(settings)  # a secret: out of repr
     assert bootstrap.make_embedder(settings).model == "embeddings@1536"  # type: ignore[union-attr]
+
+
+def test_azure_search_gets_a_vector_field_of_the_embedders_size_only_with_an_embedder() -> None:
+    azure = {**BASE, "MEMNET_SEARCH": "azure", "MEMNET_SEARCH_ENDPOINT": "https://s.search"}
+    lexical = bootstrap.search_index(Settings.from_env(azure))
+    assert lexical.vector_dimensions is None  # type: ignore[attr-defined]
+    hybrid = Settings.from_env({**azure, **OPENAI, "MEMNET_EMBEDDER_DIMENSIONS": "384"})
+    index = bootstrap.search_index(hybrid)
+    assert index.vector_dimensions == 384  # type: ignore[attr-defined]
+    assert bootstrap.event_vectors(index, bootstrap.make_embedder(hybrid)) is not None
+    with pytest.raises(ConfigError):
+        bootstrap.event_vectors(lexical, bootstrap.make_embedder(hybrid))
