@@ -8,6 +8,17 @@ reference and docs (api-version 2026-04-01). The behaviour mirrors what
 tests/contract/test_search_vectors.py promises for the embedded index: vectors only for
 events the index holds, stale by model or text, cosine scores, zero and non-finite
 vectors refused, a vector of another size finds nothing.
+
+Taken from the documentation (vector-search-how-to-create-index, vector-search-ranking,
+the filter pages) and the SDK 12.0.0 source: the vector field (`Collection(Edm.Single)`,
+`dimensions`, `vectorSearchProfile`), the `vectorSearch` section (hnsw, cosine,
+profiles), the vector query (`vectorQueries` kind/vector/k/fields/exhaustive,
+`vectorFilterMode: preFilter`), the cosine score `1 / (1 + (1 - cos))`, per-item results
+of a merge in a 207. Assumed, not confirmed: that merging a key the index lacks answers
+a per-item 404 (the docs say it fails, not with which code), the wording of the per-item
+400 for a vector of the wrong size, that a missing key is simply absent from a
+`search.in` lookup, that 1,000 keys in one `search.in` fit the request limits (POST
+body), and that HNSW parameters left out take the service defaults.
 """
 
 from __future__ import annotations
