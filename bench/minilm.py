@@ -136,7 +136,8 @@ class MiniLM:
             x = _norm(_linear(inner, w, p + "output.dense") + x, w, p + "output.LayerNorm")
         weights = mask[..., None]
         mean = (x * weights).sum(1) / np.clip(weights.sum(1), 1e-9, None)
-        return mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)
+        unit = mean / np.clip(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12, None)
+        return np.asarray(unit, dtype=np.float32)
 
 
 def _linear(x: Array, w: dict[str, Array], name: str) -> Array:
@@ -149,7 +150,8 @@ def _linear(x: Array, w: dict[str, Array], name: str) -> Array:
 def _norm(x: Array, w: dict[str, Array], name: str, eps: float = 1e-12) -> Array:
     mean = x.mean(-1, keepdims=True)
     variance = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(variance + eps) * w[name + ".weight"] + w[name + ".bias"]
+    normal = (x - mean) / np.sqrt(variance + eps) * w[name + ".weight"] + w[name + ".bias"]
+    return np.asarray(normal, dtype=np.float32)
 
 
 def _gelu(x: Array) -> Array:
@@ -162,4 +164,4 @@ def _erf(x: Array) -> Array:
     t = 1.0 / (1.0 + 0.3275911 * a)
     poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
             + 0.254829592) * t  # fmt: skip
-    return np.sign(x) * (1.0 - poly * np.exp(-a * a))
+    return np.asarray(np.sign(x) * (1.0 - poly * np.exp(-a * a)), dtype=np.float32)
