@@ -40,7 +40,7 @@ from memnet.services.fusion import fuse
 
 CATEGORIES = ("single_hop", "multi_hop", "temporal", "open_domain")
 KINDS = ("exact", "paraphrase", "shared_vocabulary", "time_filtered", "filtered")
-WEIGHTS = (0.3, 0.5, 0.7)  # hybrid's dense weight (MEMNET_SEARCH_DENSE_WEIGHT, default 0.5)
+WEIGHTS = (0.3, 0.5, 0.7)  # hybrid's dense weight (MEMNET_SEARCH_DENSE_WEIGHT, default 0.7)
 TENANT, USER, TOP_K = "t1", "u1", 10
 SECTION, ANALYSIS, AFTER = "search-quality", "search-quality-analysis", "<!-- /search -->"
 INSTALL = "install it with the two commands in the header of requirements-bench.txt"
@@ -341,7 +341,7 @@ def header(out: dict[str, Any]) -> str:
             "**dense**, `SqliteSearchIndex.nearest` (exact cosine) over the vectors stored "
             "with `put_vectors`; **hybrid w=...**, as `EventService._ranked`: the lexical "
             "top 10 and the dense top 10 fused by `fusion.fuse` with that dense weight "
-            "(`MEMNET_SEARCH_DENSE_WEIGHT`, default 0.5), cut to the top 10; "
+            "(`MEMNET_SEARCH_DENSE_WEIGHT`, default 0.7), cut to the top 10; "
             "**FTS5 bm25 (reference)**, a plain FTS5 table (`porter unicode61 "
             "remove_diacritics 2`) ranked by `bm25(events, 1.0, 1.5)`, the query the OR of "
             "the same words (stop words dropped) as quoted strings, then the same user and "

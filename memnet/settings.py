@@ -40,7 +40,7 @@ class Settings:
     search_api_key: str | None = field(default=None, repr=False)  # secret
     search_max_postings: int = 512
     search_max_vectors: int = 20_000
-    search_dense_weight: float = 0.5
+    search_dense_weight: float = 0.7
     embedder: str = "none"  # hybrid retrieval (docs/search.md)
     embedder_base_url: str | None = None
     embedder_endpoint: str | None = None  # Azure OpenAI; default: MEMNET_AZURE_OPENAI_ENDPOINT
@@ -116,7 +116,7 @@ class Settings:
             search_api_key=env.get("MEMNET_SEARCH_API_KEY") or None,
             search_max_postings=_int(env, "MEMNET_SEARCH_MAX_POSTINGS", 512),
             search_max_vectors=_int(env, "MEMNET_SEARCH_MAX_VECTORS", 20_000),
-            search_dense_weight=_fraction(env, "MEMNET_SEARCH_DENSE_WEIGHT", 0.5),
+            search_dense_weight=_fraction(env, "MEMNET_SEARCH_DENSE_WEIGHT", 0.7),
             embedder=env.get("MEMNET_EMBEDDER", "none"),
             embedder_base_url=env.get("MEMNET_EMBEDDER_BASE_URL") or None,
             embedder_endpoint=(

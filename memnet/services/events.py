@@ -65,7 +65,7 @@ class EventService:
         after_index: Callable[[str, str], None] | None = None,
         promote_delay: float = 30.0,
         vectors: EventVectors | None = None,
-        dense_weight: float = 0.5,
+        dense_weight: float = 0.7,
     ):
         """``vectors``: hybrid retrieval (None: lexical only); ``dense_weight``: the dense
         ranking's share of a fused score (:mod:`memnet.services.fusion`)."""

@@ -22,7 +22,7 @@ OPENAI = {
 
 def test_no_embedder_by_default_so_search_is_lexical() -> None:
     settings = Settings.from_env(BASE)
-    assert (settings.embedder, settings.search_dense_weight) == ("none", 0.5)
+    assert (settings.embedder, settings.search_dense_weight) == ("none", 0.7)
     assert bootstrap.make_embedder(settings) is None
 
 
