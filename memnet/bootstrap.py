@@ -78,7 +78,9 @@ class Services:
     proposals: ProposalReview
 
 
-def event_vectors(index: SearchIndex, embedder: Embedder | None) -> EventVectors | None:
+def event_vectors(
+    index: SearchIndex, embedder: Embedder | None, settings: Settings | None = None
+) -> EventVectors | None:
     """Hybrid retrieval when an embedder is configured and the index keeps vectors: the
     embedded index always can; an Azure AI Search index only when built with a vector size
     (its ``vector_dimensions``, None for a lexical index)."""
@@ -88,7 +90,8 @@ def event_vectors(index: SearchIndex, embedder: Embedder | None) -> EventVectors
         raise ConfigError(
             "embedder", "search index", f"{index.describe()} keeps no vectors (no vector size)"
         )
-    return EventVectors(index, embedder)
+    queries = None if settings is None else make_embedder(settings, for_queries=True)
+    return EventVectors(index, embedder, queries)
 
 
 def build(
@@ -142,7 +145,7 @@ def build(
         tombstones=tombstones,
         after_index=promotion.after_indexing if promotion.configured else None,
         promote_delay=settings.promote_delay_seconds,
-        vectors=event_vectors(index, embedder or make_embedder(settings)),
+        vectors=event_vectors(index, embedder or make_embedder(settings), settings),
         dense_weight=settings.search_dense_weight,
     )
     records = ReplayRecords(blobs, clock)
@@ -318,17 +321,23 @@ def key_provider(settings: Settings) -> KeyProvider:
     return LocalKeyFile(settings.snapshot_key_file)
 
 
-def make_embedder(settings: Settings) -> Embedder | None:
+QUERY_EMBED_SECONDS = 5.0  # a search waits at most this for its text's vector, once
+
+
+def make_embedder(settings: Settings, for_queries: bool = False) -> Embedder | None:
     """None by default (lexical search only); an OpenAI-compatible or Azure OpenAI
-    embeddings model when configured (docs/search.md)."""
+    embeddings model when configured (docs/search.md). ``for_queries``: the instance a
+    search uses, with at most :data:`QUERY_EMBED_SECONDS` and no retry (a search then
+    answers with words alone rather than wait for a slow model)."""
     if settings.embedder == "none":
         return None
     from memnet.adapters.openai.embedder import for_azure_openai, for_openai_compatible
 
+    timeout = settings.embedder_timeout_seconds
     options: dict[str, Any] = {
         "dimensions": settings.embedder_dimensions,
-        "timeout_seconds": settings.embedder_timeout_seconds,
-        "max_retries": settings.embedder_max_retries,
+        "timeout_seconds": min(timeout, QUERY_EMBED_SECONDS) if for_queries else timeout,
+        "max_retries": 0 if for_queries else settings.embedder_max_retries,
     }
     assert settings.embedder_model  # Settings.check guarantees it
     if settings.embedder == "openai":

@@ -35,8 +35,14 @@ def text_hash(text: str) -> str:
 class EventVectors:
     """One embedder and the index that keeps its vectors."""
 
-    def __init__(self, index: VectorIndex, embedder: Embedder) -> None:
+    def __init__(
+        self, index: VectorIndex, embedder: Embedder, queries: Embedder | None = None
+    ) -> None:
+        """``queries``: the same model with a search's tighter time budget (bootstrap:
+        a short timeout, no retries), so a slow model delays a search by at most that
+        before it answers with words alone; ``embedder`` otherwise."""
         self._index, self._embedder = index, embedder
+        self._queries = queries or embedder
 
     @property
     def model(self) -> str:
@@ -66,7 +72,7 @@ class EventVectors:
         if not query_words(query.text):
             return None
         try:
-            (vector,) = self._embedder.embed([query.text])
+            (vector,) = self._queries.embed([query.text])
         except (EmbedderError, ValueError):
             log.warning("query not embedded; lexical search only", exc_info=True)
             return None

@@ -491,3 +491,34 @@ def test_azure_openai_needs_exactly_one_credential():
         for_azure_openai(
             "http://127.0.0.1:9", DEPLOYMENT, API_VERSION, api_key="k", token_provider=lambda: "t"
         )
+
+
+def test_a_search_asks_once_where_the_worker_retries(server):
+    """bootstrap gives searches their own instance of the model: no retry and at most
+    QUERY_EMBED_SECONDS, so a failing model costs a search one short try, after which it
+    answers with words alone (tests/api/test_hybrid_search.py)."""
+    from memnet import bootstrap
+    from memnet.settings import Settings
+
+    env = {
+        "MEMNET_CALLERS_FILE": "callers.dev.json",
+        "MEMNET_EMBEDDER": "openai",
+        "MEMNET_EMBEDDER_BASE_URL": server.url + "/v1",
+        "MEMNET_EMBEDDER_MODEL": MODEL,
+        "MEMNET_EMBEDDER_DIMENSIONS": "4",
+        "MEMNET_EMBEDDER_TIMEOUT_SECONDS": "60",
+    }
+    settings = Settings.from_env(env)
+    server.queue(Answer(recorded("server_error.json"), 500, headers={"retry-after-ms": "10"}))
+    with pytest.raises(EmbedderError):
+        bootstrap.make_embedder(settings, for_queries=True).embed(TEXTS)  # type: ignore[union-attr]
+    assert len(server.received) == 1
+    with pytest.raises(EmbedderError):
+        bootstrap.make_embedder(settings).embed(TEXTS)  # type: ignore[union-attr]
+    assert len(server.received) == 1 + 3
+    slow = Answer(recorded("embeddings_three.json"), delay=bootstrap.QUERY_EMBED_SECONDS + 5)
+    server.answers[:] = [slow]
+    started = time.monotonic()
+    with pytest.raises(EmbedderError):
+        bootstrap.make_embedder(settings, for_queries=True).embed(TEXTS)  # type: ignore[union-attr]
+    assert time.monotonic() - started < bootstrap.QUERY_EMBED_SECONDS + 2
