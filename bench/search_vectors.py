@@ -151,7 +151,7 @@ def probes(count: int, seed: int) -> list[list[float]]:
 
 
 def one_pass(search: Search, batch: list[Query], vectors: list[list[float]]) -> dict[str, Any]:
-    """1 client: each query once, in order; overall and for text queries alone."""
+    """1 client: each query once, in order; overall and by kind of query."""
     timed: list[tuple[Query, float]] = []
     started = time.perf_counter()
     for q, vector in zip(batch, vectors, strict=True):
@@ -162,7 +162,7 @@ def one_pass(search: Search, batch: list[Query], vectors: list[list[float]]) -> 
     groups = {kind: [ms for q, ms in timed if q.kind == kind] for kind in KINDS}
     groups["project"] = [ms for q, ms in timed if q.query.project_ids]
     kinds = {kind: summarize(values, 0.0) for kind, values in groups.items()}
-    return {**stats, "text": summarize([ms for q, ms in timed if q.query.text], 0.0), **kinds}
+    return {**stats, **kinds}
 
 
 def measure(path: Path, data: Dataset, words: Words, count: int) -> dict[str, Any]:
@@ -318,22 +318,18 @@ def _storage(sizes: list[dict[str, Any]]) -> str:
 
 def _latency(sizes: list[dict[str, Any]]) -> str:
     head = ["Dataset", "Vectors scored", "Mode", "n", "p50", "p95", "p99", "searches/s"]
-    head.append("text queries: n, p50 / p95")
-    rows = []
-    for s in sizes:
-        for name, run in s["latency"].items():
-            text = run["text"]
-            rows.append(
-                [
-                    s["name"],
-                    f"<= {s['scored_at_most']:,}",
-                    name,
-                    run["count"],
-                    *report.ms_cells(run),
-                    run["throughput_rps"],
-                    f"{text['count']}, {text['p50_ms']:.2f} / {text['p95_ms']:.2f}",
-                ]
-            )
+    rows = [
+        [
+            s["name"],
+            f"<= {s['scored_at_most']:,}",
+            name,
+            run["count"],
+            *report.ms_cells(run),
+            run["throughput_rps"],
+        ]
+        for s in sizes
+        for name, run in s["latency"].items()
+    ]
     title = "#### Search latency with vectors (ms, in-process, 1 client)"
     return "\n".join([title, "", report.table(head, rows, right_from=3)])
 
