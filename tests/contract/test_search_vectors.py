@@ -4,11 +4,14 @@ stored beside the terms, scored exactly per user, stale when the model or text c
 from __future__ import annotations
 
 import math
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from memnet.adapters.local.search import SqliteSearchIndex
+from memnet.adapters.local.search_terms import filters
+from memnet.adapters.local.search_vectors import _NEWEST_VECTORS
 from memnet.ports import EventQuery, IndexedEvent
 
 M = "test-model@3"
@@ -64,6 +67,22 @@ def test_only_the_newest_vectors_are_scored(tmp_path: Path) -> None:
         "t1", "u1", M, [(e, e, [1.0, 0.1 * i, 0.0]) for i, e in enumerate(["old", "mid", "new"])]
     )
     assert {h.event_id for h in index.nearest(query(), M, [1, 0, 0])} == {"mid", "new"}
+
+
+def test_a_project_filter_walks_the_users_events_newest_first(tmp_path: Path) -> None:
+    """Not every vector of the user read and sorted (~100 s a search at 100k vectors)."""
+    path = tmp_path / "s.sqlite3"
+    index = SqliteSearchIndex(path)
+    index.upsert([event(e, d, project_ids=p) for e, d, p in
+                  (("a", 1, ("p1",)), ("b", 2, ()), ("c", 3, ("p1", "p2")))])  # fmt: skip
+    index.put_vectors("t1", "u1", M, [(e, e, [1.0, 0.0, 0.0]) for e in ("a", "b", "c")])
+    wanted = query(project_ids=("p1",))
+    assert [h.event_id for h in index.nearest(wanted, M, [1, 0, 0])] == ["c", "a"]
+    where, params = filters(wanted, 1)
+    db = sqlite3.connect(path)
+    plan = db.execute(f"EXPLAIN QUERY PLAN {_NEWEST_VECTORS.format(where)}", (1, M, *params, 9))
+    assert next(plan)[3].startswith("SEARCH e USING INDEX events_by_time")
+    db.close()
 
 
 def test_equal_scores_newer_first(tmp_path: Path) -> None:
