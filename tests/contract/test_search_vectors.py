@@ -7,11 +7,11 @@ import math
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memnet.adapters.local.search import SqliteSearchIndex
-from memnet.adapters.local.search_terms import filters
-from memnet.adapters.local.search_vectors import _NEWEST_VECTORS
+from memnet.adapters.local.search_vectors import _NEWEST_VECTORS, Block, VectorCache
 from memnet.ports import EventQuery, IndexedEvent
 
 M = "test-model@3"
@@ -78,11 +78,42 @@ def test_a_project_filter_walks_the_users_events_newest_first(tmp_path: Path) ->
     index.put_vectors("t1", "u1", M, [(e, e, [1.0, 0.0, 0.0]) for e in ("a", "b", "c")])
     wanted = query(project_ids=("p1",))
     assert [h.event_id for h in index.nearest(wanted, M, [1, 0, 0])] == ["c", "a"]
-    where, params = filters(wanted, 1)
     db = sqlite3.connect(path)
-    plan = db.execute(f"EXPLAIN QUERY PLAN {_NEWEST_VECTORS.format(where)}", (1, M, *params, 9))
+    plan = db.execute(f"EXPLAIN QUERY PLAN {_NEWEST_VECTORS}", (1, M, 9))
     assert next(plan)[3].startswith("SEARCH e USING INDEX events_by_time")
     db.close()
+
+
+def test_a_change_by_another_index_object_is_seen_at_once(tmp_path: Path) -> None:
+    """Vectors are cached per index object (per process), each block valid for the
+    version the user's vectors had when it was read: a writer elsewhere changes it."""
+    path = tmp_path / "s.sqlite3"
+    reader, writer = SqliteSearchIndex(path), SqliteSearchIndex(path)
+    writer.upsert([event("a", 1), event("b", 2)])
+    writer.put_vectors("t1", "u1", M, [("a", "a", [1.0, 0.0, 0.0])])
+    assert [h.event_id for h in reader.nearest(query(), M, [1, 0, 0])] == ["a"]
+    writer.put_vectors("t1", "u1", M, [("b", "b", [1.0, 0.1, 0.0])])
+    assert [h.event_id for h in reader.nearest(query(), M, [1, 0, 0])] == ["a", "b"]
+    writer.delete("t1", "u1", ["a"])
+    assert [h.event_id for h in reader.nearest(query(), M, [1, 0, 0])] == ["b"]
+    writer.upsert([event("b", 2, digest="changed")])
+    assert reader.nearest(query(), M, [1, 0, 0]) == []
+
+
+def test_the_cache_keeps_the_most_recently_used_blocks_within_its_bytes() -> None:
+    def block(version: int, rows: int) -> Block:
+        ids = [str(i) for i in range(rows)]
+        matrix = np.zeros((rows, 4), dtype=np.float32)
+        return Block(version, ids, ids, 0, matrix, {i: n for n, i in enumerate(ids)})
+
+    cache = VectorCache(max_bytes=block(0, 10).bytes * 2)
+    cache.put((1, M), block(7, 10))
+    cache.put((2, M), block(7, 10))
+    assert cache.get((1, M), 7) is not None and cache.get((1, M), 8) is None  # other version
+    cache.put((3, M), block(7, 10))  # over the budget: the least recently used leaves
+    assert cache.get((2, M), 7) is None and cache.get((1, M), 7) is not None
+    cache.put((4, M), block(7, 100))  # larger than the whole budget: not kept
+    assert cache.get((4, M), 7) is None and cache.get((3, M), 7) is not None
 
 
 def test_equal_scores_newer_first(tmp_path: Path) -> None:

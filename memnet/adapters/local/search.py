@@ -104,6 +104,7 @@ class SqliteSearchIndex:
         self._path = path
         self._max_postings = max_postings or sys.maxsize
         self._max_vectors = max_vectors
+        self._vectors = search_vectors.VectorCache()
         self._local = threading.local()
         self._ready_pid: int | None = None
         self._ready_lock = threading.Lock()
@@ -174,7 +175,9 @@ class SqliteSearchIndex:
                 found = _find_scope(db, query.tenant_id, query.user_id)
                 if found is None:
                     return []
-                return search_vectors.nearest(db, found[0], query, model, probe, self._max_vectors)
+                return search_vectors.nearest(
+                    db, found[0], query, model, probe, self._max_vectors, self._vectors
+                )
 
     def search(self, query: EventQuery) -> list[EventHit]:
         """Best first: BM25 when the text has terms, else newest first; one user only."""
@@ -283,7 +286,7 @@ def _create_schema(db: sqlite3.Connection) -> None:
     with _transaction(db):
         for statement in (*SCHEMA, *search_vectors.SCHEMA):
             db.execute(statement)
-        for table, column, declaration in COLUMNS:
+        for table, column, declaration in (*COLUMNS, search_vectors.VERSION_COLUMN):
             if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         stored = db.execute("SELECT value FROM meta WHERE key = 'terms'").fetchone()
