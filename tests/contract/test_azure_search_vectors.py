@@ -32,10 +32,10 @@ from azure.core.credentials import AzureKeyCredential
 
 from memnet.adapters.azure.search import INDEX_DEFINITION, AzureSearchIndex, document_key
 from memnet.adapters.azure.search_vectors import cosine
-from memnet.bootstrap import event_vectors
 from memnet.domain.errors import ConfigError
 from memnet.ports import EventHit, EventQuery, StorageError, StorageUnavailable, VectorIndex
 from memnet.services.event_vectors import EventVectors
+from memnet.wiring import event_vectors
 from tests.contract.test_azure_search_transport import (
     DOCS,
     ENDPOINT,

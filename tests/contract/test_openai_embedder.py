@@ -497,7 +497,7 @@ def test_a_search_asks_once_where_the_worker_retries(server):
     """bootstrap gives searches their own instance of the model: no retry and at most
     QUERY_EMBED_SECONDS, so a failing model costs a search one short try, after which it
     answers with words alone (tests/api/test_hybrid_search.py)."""
-    from memnet import bootstrap
+    from memnet import wiring
     from memnet.settings import Settings
 
     env = {
@@ -511,14 +511,14 @@ def test_a_search_asks_once_where_the_worker_retries(server):
     settings = Settings.from_env(env)
     server.queue(Answer(recorded("server_error.json"), 500, headers={"retry-after-ms": "10"}))
     with pytest.raises(EmbedderError):
-        bootstrap.make_embedder(settings, for_queries=True).embed(TEXTS)  # type: ignore[union-attr]
+        wiring.make_embedder(settings, for_queries=True).embed(TEXTS)  # type: ignore[union-attr]
     assert len(server.received) == 1
     with pytest.raises(EmbedderError):
-        bootstrap.make_embedder(settings).embed(TEXTS)  # type: ignore[union-attr]
+        wiring.make_embedder(settings).embed(TEXTS)  # type: ignore[union-attr]
     assert len(server.received) == 1 + 3
-    slow = Answer(recorded("embeddings_three.json"), delay=bootstrap.QUERY_EMBED_SECONDS + 5)
+    slow = Answer(recorded("embeddings_three.json"), delay=wiring.QUERY_EMBED_SECONDS + 5)
     server.answers[:] = [slow]
     started = time.monotonic()
     with pytest.raises(EmbedderError):
-        bootstrap.make_embedder(settings, for_queries=True).embed(TEXTS)  # type: ignore[union-attr]
-    assert time.monotonic() - started < bootstrap.QUERY_EMBED_SECONDS + 2
+        wiring.make_embedder(settings, for_queries=True).embed(TEXTS)  # type: ignore[union-attr]
+    assert time.monotonic() - started < wiring.QUERY_EMBED_SECONDS + 2

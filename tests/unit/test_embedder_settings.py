@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memnet import bootstrap
+from memnet import wiring
 from memnet.adapters.openai.embedder import OpenAIEmbedder
 from memnet.domain.errors import ConfigError
 from memnet.settings import Settings
@@ -23,7 +23,7 @@ OPENAI = {
 def test_no_embedder_by_default_so_search_is_lexical() -> None:
     settings = Settings.from_env(BASE)
     assert (settings.embedder, settings.search_dense_weight) == ("none", 0.7)
-    assert bootstrap.make_embedder(settings) is None
+    assert wiring.make_embedder(settings) is None
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_a_broken_embedder_setting_stops_startup(env: dict[str, str], field: str
 
 def test_an_openai_compatible_embedder_is_built_from_the_settings() -> None:
     settings = Settings.from_env({**OPENAI, "MEMNET_EMBEDDER_DIMENSIONS": "768"})
-    embedder = bootstrap.make_embedder(settings)
+    embedder = wiring.make_embedder(settings)
     assert isinstance(embedder, OpenAIEmbedder)
     assert embedder.model == "nomic-embed-text@768"  # no request: the size is configured
 
@@ -68,16 +68,16 @@ def test_azure_openai_takes_the_extractor_endpoint_unless_its_own_is_set() -> No
     settings = Settings.from_env(own)
     assert settings.embedder_endpoint == "https://other.openai.azure.com"
     assert "embedder_api_key" not in repr(settings)  # a secret: out of repr
-    assert bootstrap.make_embedder(settings).model == "embeddings@1536"  # type: ignore[union-attr]
+    assert wiring.make_embedder(settings).model == "embeddings@1536"  # type: ignore[union-attr]
 
 
 def test_azure_search_gets_a_vector_field_of_the_embedders_size_only_with_an_embedder() -> None:
     azure = {**BASE, "MEMNET_SEARCH": "azure", "MEMNET_SEARCH_ENDPOINT": "https://s.search"}
-    lexical = bootstrap.search_index(Settings.from_env(azure))
+    lexical = wiring.search_index(Settings.from_env(azure))
     assert lexical.vector_dimensions is None  # type: ignore[attr-defined]
     hybrid = Settings.from_env({**azure, **OPENAI, "MEMNET_EMBEDDER_DIMENSIONS": "384"})
-    index = bootstrap.search_index(hybrid)
+    index = wiring.search_index(hybrid)
     assert index.vector_dimensions == 384  # type: ignore[attr-defined]
-    assert bootstrap.event_vectors(index, bootstrap.make_embedder(hybrid)) is not None
+    assert wiring.event_vectors(index, wiring.make_embedder(hybrid)) is not None
     with pytest.raises(ConfigError):
-        bootstrap.event_vectors(lexical, bootstrap.make_embedder(hybrid))
+        wiring.event_vectors(lexical, wiring.make_embedder(hybrid))
