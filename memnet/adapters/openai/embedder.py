@@ -37,6 +37,7 @@ import openai
 from memnet.adapters.openai.errors import (
     MAX_RETRIES_LIMIT,
     MAX_TIMEOUT_SECONDS,
+    azure_client,
     map_openai_errors,
 )
 from memnet.domain.errors import ConfigError
@@ -241,16 +242,9 @@ def for_azure_openai(
     """An embedder on an Azure OpenAI deployment, authenticated by exactly one of
     ``api_key`` (the ``api-key`` header) or ``token_provider`` (an Entra bearer token,
     see :func:`memnet.adapters.azure.identity.openai_token_provider`)."""
-    if (api_key is None) == (token_provider is None):
-        raise ConfigError(
-            "azure-openai embedder", "credential", "exactly one of an api key and a token provider"
-        )
-    client = openai.AzureOpenAI(
-        azure_endpoint=endpoint,
-        azure_deployment=deployment,
-        api_version=api_version,
-        api_key=api_key,
-        azure_ad_token_provider=_embedder_token(token_provider) if token_provider else None,
+    provider = _embedder_token(token_provider) if token_provider else None
+    client = azure_client(
+        "azure-openai embedder", endpoint, deployment, api_version, api_key, provider
     )
     return OpenAIEmbedder(client, deployment, dimensions=dimensions, **options)
 

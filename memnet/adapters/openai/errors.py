@@ -1,4 +1,4 @@
-"""``openai`` SDK failures mapped once onto a port's error (the extractor's
+"""What the ``openai`` adapters share: SDK failures mapped once onto a port's error (the extractor's
 :class:`~memnet.ports.ExtractorError`, the embedder's :class:`~memnet.ports.EmbedderError`).
 
 Both adapters let the client retry first (``max_retries``); what still fails is mapped
@@ -7,11 +7,13 @@ here. No message carries the server's error text: it may quote the prompt or the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
 import openai
+
+from memnet.domain.errors import ConfigError
 
 MAX_RETRIES_LIMIT = 10
 MAX_TIMEOUT_SECONDS = 600.0
@@ -54,3 +56,26 @@ def _error_code(error: openai.APIStatusError) -> str:
     gave one; its message may quote the prompt, so it is left out."""
     code = error.code if isinstance(error.code, str) and len(error.code) <= 64 else None
     return f" ({code})" if code else ""
+
+
+def azure_client(
+    source: str,
+    endpoint: str,
+    deployment: str,
+    api_version: str,
+    api_key: str | None,
+    token_provider: Callable[[], str] | None,
+) -> openai.AzureOpenAI:
+    """An Azure OpenAI client for one deployment, authenticated by exactly one of
+    ``api_key`` (the ``api-key`` header) or ``token_provider`` (an Entra bearer token, see
+    :func:`memnet.adapters.azure.identity.openai_token_provider`); ``source`` names the
+    adapter in the :class:`ConfigError` otherwise."""
+    if (api_key is None) == (token_provider is None):
+        raise ConfigError(source, "credential", "exactly one of an api key and a token provider")
+    return openai.AzureOpenAI(
+        azure_endpoint=endpoint,
+        azure_deployment=deployment,
+        api_version=api_version,
+        api_key=api_key,
+        azure_ad_token_provider=token_provider,
+    )

@@ -29,6 +29,7 @@ from openai.types.chat.chat_completion import Choice
 from memnet.adapters.openai.errors import (
     MAX_RETRIES_LIMIT,
     MAX_TIMEOUT_SECONDS,
+    azure_client,
     map_openai_errors,
 )
 from memnet.adapters.openai.prompt import (
@@ -211,15 +212,7 @@ def for_azure_openai(
     """An extractor on an Azure OpenAI deployment, authenticated by exactly one of
     ``api_key`` (the ``api-key`` header) or ``token_provider`` (an Entra bearer token,
     see :func:`memnet.adapters.azure.identity.openai_token_provider`)."""
-    if (api_key is None) == (token_provider is None):
-        raise ConfigError(
-            "azure-openai extractor", "credential", "exactly one of an api key and a token provider"
-        )
-    client = openai.AzureOpenAI(
-        azure_endpoint=endpoint,
-        azure_deployment=deployment,
-        api_version=api_version,
-        api_key=api_key,
-        azure_ad_token_provider=token_provider,
+    client = azure_client(
+        "azure-openai extractor", endpoint, deployment, api_version, api_key, token_provider
     )
     return ChatExtractor(client, deployment, **options)
