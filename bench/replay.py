@@ -384,10 +384,10 @@ def backlog(servers: list[Server], env: dict[str, str], snaps: list[Snap]) -> di
     together; Azurite). Afterwards every record is read once for its exact finish time,
     which gives the finished count and the backlog age (the age of the oldest snapshot
     not yet finished) at each sample."""
-    from memnet import bootstrap
+    from memnet import wiring
     from memnet.settings import Settings
 
-    queue = bootstrap.message_queue(Settings.from_env(env))
+    queue = wiring.message_queue(Settings.from_env(env))
     meter = CpuMeter([server.process.pid for server in servers])
     samples: list[dict[str, Any]] = []
     start, uploads_done, stalled = time.time(), threading.Event(), list[float]()
@@ -648,10 +648,10 @@ def bench_backlog(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def time_listing(env: dict[str, str]) -> dict[str, Any]:
     """The blobs under ``tenants/`` and how long listing them once takes (ms)."""
-    from memnet import bootstrap
+    from memnet import wiring
     from memnet.settings import Settings
 
-    store = bootstrap.blob_store(Settings.from_env(env))
+    store = wiring.blob_store(Settings.from_env(env))
     started = time.perf_counter()
     names = sum(1 for _ in store.list_names("tenants/"))
     return {"blobs": names, "list_ms": round((time.perf_counter() - started) * 1000, 1)}

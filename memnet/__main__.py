@@ -66,7 +66,7 @@ def parse_snapshot(text: str) -> SnapshotRef | None:
 
 
 def _replay(ref: SnapshotRef, args: argparse.Namespace) -> int:
-    from memnet import bootstrap, callers
+    from memnet import bootstrap, callers, wiring
     from memnet.services.replay_preview import preview
     from memnet.settings import Settings
 
@@ -81,7 +81,7 @@ def _replay(ref: SnapshotRef, args: argparse.Namespace) -> int:
     if args.extractor is not None:
         chosen = dataclasses.replace(settings, extractor=args.extractor)
         chosen.check()
-        extractor = bootstrap.make_extractor(chosen)
+        extractor = wiring.make_extractor(chosen)
     print(json.dumps(preview(services.replay, ref, extractor), indent=2, ensure_ascii=False))
     return 0
 

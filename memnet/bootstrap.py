@@ -9,10 +9,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
 
 from memnet import callers, telemetry
 from memnet.adapters.clock import SystemClock
@@ -22,6 +20,7 @@ from memnet.ports import (
     Authenticator,
     BlobStore,
     Clock,
+    Embedder,
     Extractor,
     KeyProvider,
     MessageQueue,
@@ -42,13 +41,22 @@ from memnet.services.listing import DocumentListing
 from memnet.services.promotion import Promotion
 from memnet.services.proposal_review import ProposalReview
 from memnet.services.quotas import QuotaLimits, Quotas
-from memnet.services.registry import ProfileRegistry, SchemaKey, load_registry
+from memnet.services.registry import ProfileRegistry, load_registry
 from memnet.services.replay import ReplayService
 from memnet.services.replay_records import ReplayRecords
 from memnet.services.retention import RetentionService, retention_policy
 from memnet.services.snapshots import SnapshotService
 from memnet.services.tombstones import Tombstones
 from memnet.settings import Settings
+from memnet.wiring import (
+    blob_store,
+    event_vectors,
+    key_provider,
+    make_embedder,
+    make_extractor,
+    message_queue,
+    search_index,
+)
 
 
 @dataclass(frozen=True)
@@ -86,6 +94,7 @@ def build(
     index: SearchIndex | None = None,
     keys: KeyProvider | None = None,
     extractor: Extractor | None = None,
+    embedder: Embedder | None = None,
 ) -> Services:
     """Wire everything; ``blobs``/``authenticator``/``clock`` override the configured ones."""
     clock = clock or SystemClock()
@@ -125,6 +134,8 @@ def build(
         tombstones=tombstones,
         after_index=promotion.after_indexing if promotion.configured else None,
         promote_delay=settings.promote_delay_seconds,
+        vectors=event_vectors(index, embedder or make_embedder(settings), settings),
+        dense_weight=settings.search_dense_weight,
     )
     records = ReplayRecords(blobs, clock)
     snapshots = SnapshotService(
@@ -227,109 +238,6 @@ def _retention(
         settings.job_max_seconds,
         tombstones,
         DocumentExpiry(blobs, clock, shortest_ttl(registry)),
-    )
-
-
-def blob_store(settings: Settings) -> BlobStore:
-    if settings.storage == "azure":
-        from memnet.adapters.azure.blobstore import AzureBlobStore
-
-        if settings.blob_connection_string:
-            store = AzureBlobStore.from_connection_string(
-                settings.blob_connection_string, settings.blob_container
-            )
-        else:
-            assert settings.blob_account_url is not None  # Settings.check guarantees one
-            store = AzureBlobStore.from_account_url(
-                settings.blob_account_url, settings.blob_container
-            )
-        store.ensure_container()  # once per process, on first use; idempotent
-        return store
-    from memnet.adapters.local.blobstore import FileBlobStore
-
-    return FileBlobStore(settings.data_dir, settings.blob_container, fsync=settings.local_fsync)
-
-
-def message_queue(settings: Settings) -> MessageQueue:
-    """Azure Storage Queues beside Azure Blob; else a SQLite file in the data directory."""
-    if settings.storage == "azure":
-        from memnet.adapters.azure.queue import AzureStorageQueue
-
-        if settings.queue_connection_string:
-            return AzureStorageQueue.from_connection_string(settings.queue_connection_string)
-        assert settings.queue_account_url is not None  # Settings.check guarantees one
-        return AzureStorageQueue.from_account_url(settings.queue_account_url)
-    from memnet.adapters.local.queue import SqliteQueue
-
-    return SqliteQueue(settings.data_dir / "queue.sqlite3")
-
-
-def search_index(settings: Settings) -> SearchIndex:
-    """Azure AI Search when configured; else the SQLite index in the data directory."""
-    if settings.search == "azure":
-        from memnet.adapters.azure.search import AzureSearchIndex
-
-        assert settings.search_endpoint is not None  # Settings.check guarantees it
-        return AzureSearchIndex.from_settings(
-            settings.search_endpoint, settings.search_index_name, settings.search_api_key
-        )
-    from memnet.adapters.local.search import SqliteSearchIndex
-
-    return SqliteSearchIndex(settings.data_dir / "search.sqlite3", settings.search_max_postings)
-
-
-def key_provider(settings: Settings) -> KeyProvider:
-    """Azure Key Vault (managed identity) when configured; else a local key file,
-    created on first use."""
-    if settings.keys == "azure":
-        from memnet.adapters.azure.keyvault import KeyVaultKeys
-
-        assert settings.keyvault_key_id is not None  # Settings.check guarantees it
-        return KeyVaultKeys(settings.keyvault_key_id)
-    from memnet.adapters.local.keyfile import LocalKeyFile
-
-    return LocalKeyFile(settings.snapshot_key_file)
-
-
-def make_extractor(settings: Settings, schemas: Mapping[SchemaKey, Any] | None = None) -> Extractor:
-    """The rule-based extractor by default; an OpenAI-compatible or Azure OpenAI
-    chat model when configured (docs/extractors.md)."""
-    if settings.extractor == "rules":
-        from memnet.adapters.local.rules_extractor import RuleExtractor
-
-        return RuleExtractor()
-    from memnet.adapters.openai.extractor import for_azure_openai, for_openai_compatible
-
-    options = {
-        "timeout_seconds": settings.extractor_timeout_seconds,
-        "max_retries": settings.extractor_max_retries,
-        "max_tokens": settings.extractor_max_tokens,
-        "max_prompt_chars": settings.extractor_max_prompt_chars,
-        "token_parameter": settings.extractor_token_parameter,
-        "schemas": schemas,
-    }
-    if settings.extractor == "openai":
-        assert settings.extractor_base_url and settings.extractor_model  # Settings.check
-        return for_openai_compatible(
-            settings.extractor_base_url,
-            settings.extractor_api_key or "none",
-            settings.extractor_model,
-            **options,
-        )
-    assert settings.azure_openai_endpoint  # Settings.check guarantees it
-    deployment = settings.azure_openai_deployment or settings.extractor_model or ""
-    token_provider = None
-    if not settings.extractor_api_key:
-        from memnet.adapters.azure.identity import openai_token_provider
-
-        token_provider = openai_token_provider()
-    return for_azure_openai(
-        settings.azure_openai_endpoint,
-        deployment,
-        settings.azure_openai_api_version,
-        api_key=settings.extractor_api_key,
-        token_provider=token_provider,
-        **options,
     )
 
 

@@ -85,6 +85,7 @@ def with_vault_secrets(settings: Settings) -> Settings:
     fields = {
         "MEMNET_API_KEY_PEPPER": "api_key_pepper",
         "MEMNET_OPENAI_API_KEY": "extractor_api_key",
+        "MEMNET_EMBEDDER_API_KEY": "embedder_api_key",
         "MEMNET_SEARCH_API_KEY": "search_api_key",
     }
     missing = {s: f for s, f in fields.items() if getattr(settings, f) is None}

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from memnet.domain.callers import Caller
 from memnet.domain.replay_contract import ExtractionRequest
@@ -272,6 +272,61 @@ class SearchIndex(Protocol):
     ) -> Iterator[tuple[str, str, str]]:
         """(tenant_id, user_id, event_id) of every entry of one user, one tenant, or
         (``tenant_id`` None) the whole index (for reindex)."""
+        ...
+
+    def describe(self) -> str: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Event vectors beside a search index (issue 16, hybrid retrieval), of one embedding
+    model at a time: a vector of another model or text is stale."""
+
+    def put_vectors(
+        self, tenant_id: str, user_id: str, model: str, rows: list[tuple[str, str, list[float]]]
+    ) -> int:
+        """Store (event_id, text_hash, vector) for events the index holds; the number stored."""
+        ...
+
+    def stale_vectors(
+        self, tenant_id: str, user_id: str, model: str, wanted: list[tuple[str, str]]
+    ) -> list[str]:
+        """The event ids of (event_id, text_hash) with no vector of this model and text."""
+        ...
+
+    def nearest(self, query: EventQuery, model: str, vector: list[float]) -> list[EventHit]:
+        """Best first by cosine, the query's user and filters only (its text unused)."""
+        ...
+
+
+# -- embedders (issue 16: hybrid retrieval) -------------------------------------------------
+
+
+class EmbedderError(Exception):
+    """No vectors for a batch of texts. ``transient``: a retry may succeed (timeout,
+    connection, 429, 5xx, no identity token yet); otherwise the settings or the server's
+    answers are wrong and retrying will not help. The message never quotes a text."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class Embedder(Protocol):
+    """Turns texts into vectors of one fixed size for semantic search. ``model`` names
+    the model *and* the vector size (``"text-embedding-3-small@1536"``): when it changes,
+    every stored vector is stale and must be embedded again."""
+
+    @property
+    def model(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector per text, in the order of ``texts``, each of ``dimensions`` finite
+        floats (not necessarily unit length: compare by cosine); an empty list for no
+        texts. :class:`EmbedderError` otherwise."""
         ...
 
     def describe(self) -> str: ...

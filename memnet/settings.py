@@ -12,6 +12,7 @@ from memnet.domain.errors import ConfigError
 
 STORAGE_KINDS = ("local", "azure")
 EXTRACTORS = ("rules", "openai", "azure-openai")
+EMBEDDERS = ("none", "openai", "azure-openai")
 AUTH_MODES = ("apikeys", "entra", "appservice")
 TELEMETRY_MODES = ("none", "console", "otlp", "azure")
 ENTRA_AUTHORITY = "https://login.microsoftonline.com"
@@ -38,6 +39,17 @@ class Settings:
     search_index_name: str = "memnet-events"
     search_api_key: str | None = field(default=None, repr=False)  # secret
     search_max_postings: int = 512
+    search_max_vectors: int = 20_000
+    search_dense_weight: float = 0.7
+    embedder: str = "none"  # hybrid retrieval (docs/search.md)
+    embedder_base_url: str | None = None
+    embedder_endpoint: str | None = None  # Azure OpenAI; default: MEMNET_AZURE_OPENAI_ENDPOINT
+    embedder_api_key: str | None = field(default=None, repr=False)  # secret
+    embedder_model: str | None = None  # the model, or the Azure OpenAI deployment
+    embedder_dimensions: int | None = None
+    embedder_api_version: str = "2024-10-21"
+    embedder_timeout_seconds: float = 30.0
+    embedder_max_retries: int = 2
     context_index_ttl_seconds: float = 1.0
     context_semantic_ttl_seconds: float = 30.0
     context_read_workers: int = 8
@@ -103,6 +115,21 @@ class Settings:
             search_index_name=env.get("MEMNET_SEARCH_INDEX", "memnet-events"),
             search_api_key=env.get("MEMNET_SEARCH_API_KEY") or None,
             search_max_postings=_int(env, "MEMNET_SEARCH_MAX_POSTINGS", 512),
+            search_max_vectors=_int(env, "MEMNET_SEARCH_MAX_VECTORS", 20_000),
+            search_dense_weight=_fraction(env, "MEMNET_SEARCH_DENSE_WEIGHT", 0.7),
+            embedder=env.get("MEMNET_EMBEDDER", "none"),
+            embedder_base_url=env.get("MEMNET_EMBEDDER_BASE_URL") or None,
+            embedder_endpoint=(
+                env.get("MEMNET_EMBEDDER_ENDPOINT")
+                or env.get("MEMNET_AZURE_OPENAI_ENDPOINT")
+                or None
+            ),
+            embedder_api_key=env.get("MEMNET_EMBEDDER_API_KEY") or None,
+            embedder_model=env.get("MEMNET_EMBEDDER_MODEL") or None,
+            embedder_dimensions=_int(env, "MEMNET_EMBEDDER_DIMENSIONS", 0) or None,
+            embedder_api_version=env.get("MEMNET_EMBEDDER_API_VERSION", "2024-10-21"),
+            embedder_timeout_seconds=_seconds(env, "MEMNET_EMBEDDER_TIMEOUT_SECONDS", 30.0),
+            embedder_max_retries=_int(env, "MEMNET_EMBEDDER_MAX_RETRIES", 2),
             context_index_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_INDEX_TTL_SECONDS", 1.0),
             context_semantic_ttl_seconds=_seconds(env, "MEMNET_CONTEXT_SEMANTIC_TTL_SECONDS", 30.0),
             context_read_workers=_int(env, "MEMNET_CONTEXT_READ_WORKERS", 8),
@@ -169,6 +196,7 @@ class Settings:
             raise ConfigError("settings", "MEMNET_SEARCH", f"must be one of {STORAGE_KINDS}")
         if self.search == "azure" and not self.search_endpoint:
             raise ConfigError("settings", "MEMNET_SEARCH_ENDPOINT", "azure search needs it")
+        self._check_embedder()
         self._check_replay()
         self._check_auth()
         self._check_telemetry()
@@ -177,6 +205,30 @@ class Settings:
                 "settings",
                 "MEMNET_CALLERS_FILE",
                 "must name the callers registry (see local.settings.json.example)",
+            )
+
+    def _check_embedder(self) -> None:
+        if self.embedder not in EMBEDDERS:
+            raise ConfigError("settings", "MEMNET_EMBEDDER", f"must be one of {EMBEDDERS}")
+        if self.search_max_vectors < 1:
+            raise ConfigError("settings", "MEMNET_SEARCH_MAX_VECTORS", "must be at least 1")
+        if self.embedder == "none":
+            return
+        needs = {
+            "openai": ("MEMNET_EMBEDDER_BASE_URL", self.embedder_base_url),
+            "azure-openai": ("MEMNET_EMBEDDER_ENDPOINT", self.embedder_endpoint),
+        }
+        if not needs[self.embedder][1]:
+            raise ConfigError("settings", needs[self.embedder][0], f"{self.embedder} needs it")
+        if not self.embedder_model:
+            raise ConfigError(
+                "settings", "MEMNET_EMBEDDER_MODEL", "name the model (the deployment on Azure)"
+            )
+        if self.search == "azure" and not self.embedder_dimensions:
+            raise ConfigError(
+                "settings",
+                "MEMNET_EMBEDDER_DIMENSIONS",
+                "Azure AI Search needs the vector size for its vector field",
             )
 
     def _check_replay(self) -> None:
@@ -280,6 +332,10 @@ def _flag(env: Mapping[str, str], name: str, default: bool) -> bool:
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
     return int(_number(env, name, default, int, "an integer", 2**31))
+
+
+def _fraction(env: Mapping[str, str], name: str, default: float) -> float:
+    return _number(env, name, default, float, "a number from 0 to 1", 1)
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float) -> float:

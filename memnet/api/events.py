@@ -49,8 +49,9 @@ def search_events(request: ApiRequest, request_id: str) -> ApiResponse:
     tenant_id, user_id = _scope(request)
     query = _query(tenant_id, user_id, body)
     half_life = body.recency_half_life_days
-    ranking = _ranking(caller, body)
-    return ApiResponse.json(200, services.events.search(caller, query, half_life, ranking))
+    ranking, weight = _ranking(caller, body), _dense_weight(caller, body)
+    found = services.events.search(caller, query, half_life, ranking, weight)
+    return ApiResponse.json(200, found)
 
 
 def _ranking(caller: Caller, body: SearchBody) -> Ranking | None:
@@ -69,6 +70,17 @@ def _ranking(caller: Caller, body: SearchBody) -> Ranking | None:
     if body.profile_id is None and caller.default_profile(registry.profile_ids()) is None:
         return None  # several profiles and none named: no profile's defaults apply
     return registry.for_caller(caller, body.profile_id).ranking
+
+
+def _dense_weight(caller: Caller, body: SearchBody) -> float | None:
+    """The request's ``dense_weight``; else its profile's ``search_rules.dense_weight``
+    (the profile chosen as for ranking); else None (the service's setting)."""
+    if body.dense_weight is not None:
+        return float(body.dense_weight)
+    registry = bootstrap.services().registry
+    if body.profile_id is None and caller.default_profile(registry.profile_ids()) is None:
+        return None
+    return registry.for_caller(caller, body.profile_id).dense_weight
 
 
 def _bad_ranking(message: str) -> BadRequest:

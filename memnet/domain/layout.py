@@ -86,6 +86,12 @@ def sweep_state_name(job: str) -> str:
     return f"_governance/jobs/{job}.json"
 
 
+def vector_model_name() -> str:
+    """The embedding model the search index's vectors were last asked of (issue 16): a
+    worker that finds another one configured queues the re-embedding of everything."""
+    return "_search/vector_model.json"
+
+
 def audit_horizon_name(tenant_id: str, user_id: str) -> str:
     """Audit records of the user minted before the time this names were removed by
     retention: a document's history ends there instead of being broken."""

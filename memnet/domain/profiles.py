@@ -178,6 +178,7 @@ class Profile:
     freshness: FreshnessRules | None = None
     proposals: ProposalRules = ProposalRules()
     ranking: Ranking | None = None  # search_rules.ranking: the search blend by default
+    dense_weight: float | None = None  # search_rules.dense_weight: hybrid search's fusion
     promotion: PromotionRules | None = None  # promotion_rules: episodes into an item
     # sensitivity_rules as each binding sees them ("": the classes alone), built once
     classified: Mapping[str, SensitivityRules] = field(default_factory=dict)
@@ -219,6 +220,7 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
         freshness=_build_freshness(raw),
         proposals=ProposalRules(**raw.get("proposal_rules", {})),
         ranking=_build_ranking(raw.get("search_rules", {}).get("ranking")),
+        dense_weight=raw.get("search_rules", {}).get("dense_weight"),
         promotion=_build_promotion(raw.get("promotion_rules")),
         classified=_build_sensitivity(raw),
     )

@@ -22,16 +22,19 @@ from typing import Any
 
 from memnet.domain.errors import BadRequest
 from memnet.domain.event_model import parse_stored
-from memnet.domain.layout import user_prefix
+from memnet.domain.layout import user_prefix, vector_model_name
 from memnet.ports import (
     BlobNotFound,
     BlobStore,
+    Condition,
+    EmbedderError,
     IndexedEvent,
     MessageQueue,
     SearchIndex,
     StorageUnavailable,
 )
 from memnet.services import telemetry
+from memnet.services.event_vectors import EventVectors
 
 INDEX_QUEUE = "memnet-index"
 JOB_BATCH = 200
@@ -56,12 +59,14 @@ class IndexReport:
     jobs: int = 0
     indexed: int = 0
     removed: int = 0
+    embedded: int = 0
     skipped: list[SkippedEvent] = field(default_factory=list)
 
     def add(self, other: IndexReport) -> None:
         self.jobs += other.jobs
         self.indexed += other.indexed
         self.removed += other.removed
+        self.embedded += other.embedded
         self.skipped.extend(other.skipped)
 
     def as_dict(self) -> dict[str, Any]:
@@ -118,12 +123,14 @@ class IndexJobs:
         queue_name: str,
         after_index: Callable[[str, str], None] | None = None,
         promote_delay: float = 30.0,
+        vectors: EventVectors | None = None,
     ) -> None:
-        self._blobs, self._index = blobs, index
+        self._blobs, self._index, self._vectors = blobs, index, vectors
         self._promote_delay = promote_delay
         self._queue, self._queue_name = queue, queue_name
         self._after_index = after_index  # e.g. promotion; never fails the job
         self._promote_sent: dict[tuple[str, str], float] = {}  # per user, this process
+        self._model_checked = vectors is None  # nothing to check without an embedder
 
     def reindex(self, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
         """Queue index jobs for every event blob in scope, and delete jobs for index
@@ -196,6 +203,8 @@ class IndexJobs:
         transient failure so that the queue retries it (and poisons it after the host's
         max count), never because of one bad event."""
         job = json.loads(body)
+        if not self._model_checked:
+            self.check_vector_model()
         tenant_id, user_id, ids = job["tenant_id"], job["user_id"], job["event_ids"]
         if job["action"] == "promote":
             if self._after_index is not None:
@@ -204,6 +213,11 @@ class IndexJobs:
         if job["action"] == "delete":
             self._index.delete(tenant_id, user_id, ids)
             return IndexReport(jobs=1, removed=len(ids))
+        if job["action"] == "embed":
+            report = IndexReport(jobs=1)
+            report.embedded = self._embed(tenant_id, user_id, self._entries(
+                tenant_id, user_id, ids, report.skipped))  # fmt: skip
+            return report
         report = self._index_events(tenant_id, user_id, ids)
         if report.indexed and "queued_at" in job:  # jobs queued before the field lack it
             telemetry.index_lagged(time.time() - float(job["queued_at"]))
@@ -219,11 +233,52 @@ class IndexJobs:
         if unindexed:
             self._index.delete(tenant_id, user_id, unindexed)
         report.indexed, report.removed = len(done), len(unindexed)
+        report.embedded = self._embed(
+            tenant_id, user_id, [e for e in entries if e.event_id in done]
+        )
         for s in report.skipped:
             log.warning("event %s/%s/%s not indexable, skipped: %s", *astuple(s))
         if done and self._after_index is not None:
             self._after_index(tenant_id, user_id)
         return report
+
+    def check_vector_model(self) -> bool:
+        """Once per process, before its first job: if the embedding model differs from the
+        one the index's vectors were last asked of (or none was), queue a reindex of
+        everything (its jobs re-embed every stale vector) and record the model. Two
+        workers doing it at once queue it twice, which only repeats idempotent jobs.
+        True when a reindex was queued."""
+        assert self._vectors is not None
+        model = self._vectors.model
+        try:
+            recorded = json.loads(self._blobs.read(vector_model_name()).data).get("model")
+        except (BlobNotFound, ValueError, AttributeError):
+            recorded = None
+        changed = bool(recorded != model)
+        if changed:
+            queued = self.reindex(None, None)
+            log.info("embedding model %s (was %s): reindex queued %s", model, recorded, queued)
+            record = json.dumps({"model": model, "previous": recorded}).encode()
+            self._blobs.write(vector_model_name(), record, Condition())
+        self._model_checked = True
+        return changed
+
+    def embeds(self) -> bool:
+        return self._vectors is not None
+
+    def _embed(self, tenant_id: str, user_id: str, entries: list[IndexedEvent]) -> int:
+        """Embed the entries' stale vectors (none without an embedder). A transient
+        embedder failure fails the job (retried; the lexical part is idempotent); any other
+        is logged and leaves the vectors stale until the next reindex."""
+        if self._vectors is None or not entries:
+            return 0
+        try:
+            return self._vectors.refresh(tenant_id, user_id, entries)
+        except EmbedderError as e:
+            if e.transient:
+                raise
+            log.warning("events of %s/%s not embedded: %s", tenant_id, user_id, e)
+            return 0
 
     def _entries(
         self, tenant_id: str, user_id: str, ids: list[str], skipped: list[SkippedEvent]
@@ -282,6 +337,8 @@ class IndexJobs:
         ``reindex --drain`` command; tests), and report what the jobs did. A failing job
         stays queued, visible again after its visibility timeout, and its error propagates."""
         report = IndexReport()
+        if not self._model_checked:
+            self.check_vector_model()
         while messages := self._queue.receive(self._queue_name, max_messages=32):
             for message in messages:
                 report.add(self.handle_job(message.body))

@@ -28,6 +28,7 @@ from memnet.ports import (
     BlobStore,
     Clock,
     Condition,
+    EventHit,
     EventQuery,
     MessageQueue,
     PreconditionFailed,
@@ -43,6 +44,8 @@ from memnet.services.event_index import (
     indexed,
     load_event,
 )
+from memnet.services.event_vectors import EventVectors
+from memnet.services.fusion import fuse
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket
 from memnet.services.tombstones import Tombstones
 
@@ -61,11 +64,18 @@ class EventService:
         tombstones: Tombstones | None = None,
         after_index: Callable[[str, str], None] | None = None,
         promote_delay: float = 30.0,
+        vectors: EventVectors | None = None,
+        dense_weight: float = 0.7,
     ):
+        """``vectors``: hybrid retrieval (None: lexical only); ``dense_weight``: the dense
+        ranking's share of a fused score (:mod:`memnet.services.fusion`)."""
+        if not 0.0 <= dense_weight <= 1.0:
+            raise ValueError("dense_weight must be within [0, 1]")
         self._blobs, self._index = blobs, index
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._idempotency, self._clock = idempotency, clock
-        self._jobs = IndexJobs(blobs, index, queue, queue_name, after_index, promote_delay)
+        self._vectors, self._dense_weight = vectors, dense_weight
+        self._jobs = IndexJobs(blobs, index, queue, queue_name, after_index, promote_delay, vectors)
 
     # -- write and read --------------------------------------------------------------
 
@@ -168,9 +178,13 @@ class EventService:
             self._index.upsert([indexed(record)])
             telemetry.index_lagged(0.0)  # indexed as it was recorded
             self._jobs.promote_later(record["tenant_id"], record["user_id"])
-            return True
         except Exception:
             log.warning("event %s not indexed inline; queued", record["event_id"], exc_info=True)
+        else:
+            if self._jobs.embeds():  # the vector is the worker's: never in the write path
+                self._jobs.enqueue("embed", record["tenant_id"], record["user_id"], [
+                    record["event_id"]])  # fmt: skip
+            return True
         self._jobs.enqueue("index", record["tenant_id"], record["user_id"], [record["event_id"]])
         return False
 
@@ -182,18 +196,21 @@ class EventService:
         query: EventQuery,
         half_life_days: float | None = None,
         ranking: Ranking | None = None,
+        dense_weight: float | None = None,
     ) -> dict[str, Any]:
         """Ranked events with their pointers; ``half_life_days`` halves a hit's score for
         every that many days of age (reranking the index's top 3 x top_k); ``ranking``
         blends relevance, importance and recency (:mod:`memnet.domain.ranking`) over the
-        index's top :func:`_candidates`, each event read once."""
+        index's top :func:`_candidates`, each event read once. ``dense_weight`` (hybrid
+        retrieval, with an embedder): the dense ranking's share, else the service's."""
         caller.require(query.tenant_id, "read")
         started = time.perf_counter()
+        weight = self._dense_weight if dense_weight is None else dense_weight
         if ranking is not None:
-            results = self._blended(query, ranking)
+            results = self._blended(query, ranking, weight)
         else:
             wide = query if half_life_days is None else _widen(query)
-            hits = self._index.search(wide)
+            hits = self._ranked(wide, weight)
             if half_life_days is not None:
                 hits = sorted(
                     hits, key=lambda h: -h.score * self._decay(h.timestamp, half_life_days)
@@ -203,8 +220,8 @@ class EventService:
         telemetry.searched(bool(query.text.strip()), millis, len(results))  # ranked: has text
         return {"results": results, "count": len(results)}
 
-    def _blended(self, query: EventQuery, ranking: Ranking) -> list[dict[str, Any]]:
-        found = list(self._resolve(query, self._index.search(_candidates(query))))
+    def _blended(self, query: EventQuery, ranking: Ranking, weight: float) -> list[dict[str, Any]]:
+        found = list(self._resolve(query, self._ranked(_candidates(query), weight)))
         scored = blend(
             ranking,
             [r["score"] for r in found],
@@ -216,6 +233,18 @@ class EventService:
             {**result, "score": round(s.score, 6), "ranking": s.parts()}
             for result, s in ranked[: query.top_k]
         ]
+
+    def _ranked(self, query: EventQuery, weight: float) -> list[EventHit]:
+        """The index's ranking, fused with the dense one (``weight`` its share) when
+        there are vectors to ask and the text has words; lexical alone otherwise, or if
+        the embedder fails."""
+        lexical = self._index.search(query)
+        if self._vectors is None or weight == 0.0:
+            return lexical
+        dense = self._vectors.dense(query)
+        if dense is None:
+            return lexical
+        return fuse(lexical, dense, weight)[: query.top_k]
 
     def _resolve(self, query: EventQuery, hits: list[Any]) -> Iterator[dict[str, Any]]:
         for hit in hits:

@@ -162,7 +162,7 @@ def test_serve_refuses_to_start_with_a_broken_profile(tmp_path: Path):
 
 
 def test_the_search_budget_setting_reaches_the_index(tmp_path):
-    from memnet.bootstrap import search_index
+    from memnet.wiring import search_index
 
     env = {"MEMNET_CALLERS_FILE": "c.json", "MEMNET_DATA_DIR": str(tmp_path)}
     default = search_index(Settings.from_env(env))

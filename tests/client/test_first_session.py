@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from memnet_client import MemnetClient
+from memnet_client.errors import BadRequest
 
 from tests.conftest import AGENT_KEY
 
@@ -40,6 +42,9 @@ def test_the_first_session_of_the_guide(http_server: str, services: object):
         assert [hit.event.digest for hit in hits] == [
             "User wants p95 retrieval latency under 200 ms."
         ]
+        assert len(alice.search_events("latency", dense_weight=0.3)) == 1  # no embedder: words
+        with pytest.raises(BadRequest):
+            alice.search_events("latency", dense_weight=2)
         message = {
             "id": "m1",
             "role": "user",

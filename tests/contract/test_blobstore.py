@@ -31,7 +31,6 @@ from memnet.adapters.azure.blobstore import map_azure_errors
 from memnet.adapters.local import durable
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.adapters.local.etags import ATTR, etag_from_stat
-from memnet.bootstrap import blob_store
 from memnet.domain.errors import ConfigError
 from memnet.ports import (
     Blob,
@@ -43,6 +42,7 @@ from memnet.ports import (
     StorageUnavailable,
 )
 from memnet.settings import Settings
+from memnet.wiring import blob_store
 from tests.contract.sdk_errors import http_error, with_code
 
 STALE = '"0x0000000000000000"'

@@ -266,6 +266,7 @@ def test_the_mapping_names_every_secret_setting_with_a_valid_secret_name(vault, 
     assert set(VAULT_SECRET_NAMES) == {
         "MEMNET_API_KEY_PEPPER",
         "MEMNET_OPENAI_API_KEY",
+        "MEMNET_EMBEDDER_API_KEY",
         "MEMNET_SEARCH_API_KEY",
     }
     assert read(vault, credential, *VAULT_SECRET_NAMES.values()) == {}

@@ -14,14 +14,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from azure.core.credentials import AccessToken
@@ -39,6 +35,7 @@ from memnet.domain.replay_contract import ExtractionRequest, TargetDocument, che
 from memnet.domain.transcript import parse_transcript
 from memnet.ports import ExtractorError
 from memnet.services.registry import load_registry
+from tests.fake_openai import Answer, FakeOpenAIServer, serving
 from tests.secret_scan import PLANTED
 
 OPENAI_KEY = PLANTED["openai api key"]  # a planted secret: the log scan looks for it
@@ -46,7 +43,6 @@ OPENAI_KEY = PLANTED["openai api key"]  # a planted secret: the log scan looks f
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "openai"
 MODEL, DEPLOYMENT, API_VERSION = "gpt-4o-mini", "memnet-gpt", "2024-10-21"
-AZURE_PATH = re.compile(r"/openai/deployments/(?P<deployment>[^/]+)/chat/completions")
 SECRETS = ("Lisbon", "AKIAIOSFODNN7EXAMPLE", "Postgres", "bullet")  # transcript and answer text
 
 
@@ -57,87 +53,10 @@ def recorded(name: str) -> Any:
 # -- the fake server ----------------------------------------------------------------------
 
 
-@dataclass
-class Answer:
-    body: Any
-    status: int = 200
-    delay: float = 0.0
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Received:
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]  # names lower-cased
-    body: Any
-
-
-class FakeModelServer(ThreadingHTTPServer):
-    """Answers each chat-completions POST with the next queued :class:`Answer` (the last
-    one repeats) and records it; other paths get 404."""
-
-    daemon_threads = True
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.answers: list[Answer] = []
-        self.received: list[Received] = []
-        self.released = threading.Event()  # ends a slow answer's sleep at teardown
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def queue(self, *answers: Answer) -> None:
-        self.answers.extend(answers)
-
-    def next_answer(self) -> Answer:
-        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that timed out closed the socket the slow answer writes to
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: FakeModelServer
-
-    def do_POST(self) -> None:
-        url = urlsplit(self.path)
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-        if url.path != "/v1/chat/completions" and not AZURE_PATH.fullmatch(url.path):
-            self._send(Answer({"error": {"message": "not found"}}, 404))
-            return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.received.append(Received(url.path, parse_qs(url.query), headers, body))
-        answer = self.server.next_answer()
-        self.server.released.wait(answer.delay)
-        self._send(answer)
-
-    def _send(self, answer: Answer) -> None:
-        payload = json.dumps(answer.body).encode()
-        self.send_response(answer.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in answer.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    fake = FakeModelServer()
-    thread = threading.Thread(target=fake.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    yield fake
-    fake.released.set()
-    fake.shutdown()
-    fake.server_close()
-    thread.join(5)
+def server() -> Iterator[FakeOpenAIServer]:
+    with serving("chat/completions") as fake:
+        yield fake
 
 
 # -- requests -----------------------------------------------------------------------------
@@ -187,7 +106,7 @@ def extraction_request(profile: Profile, transcript: Any = None) -> ExtractionRe
     )
 
 
-def openai_extractor(server: FakeModelServer, **options: Any) -> ChatExtractor:
+def openai_extractor(server: FakeOpenAIServer, **options: Any) -> ChatExtractor:
     options = {"timeout_seconds": 5.0, "max_retries": 2, **options}
     return for_openai_compatible(f"{server.url}/v1", OPENAI_KEY, MODEL, **options)
 

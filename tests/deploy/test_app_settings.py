@@ -49,6 +49,17 @@ DEFAULTED = {
     "MEMNET_FORGET_QUIET_SECONDS": "spec default",
     "MEMNET_ENTRA_METADATA_URL": "derived from MEMNET_ENTRA_TENANT_ID",
     "MEMNET_ENTRA_LEEWAY_SECONDS": "code default (60 s)",
+    "MEMNET_EMBEDDER": "hybrid search is off by default: extraAppSettings to turn it on",
+    "MEMNET_EMBEDDER_BASE_URL": "embedder openai only: extraAppSettings",
+    "MEMNET_EMBEDDER_ENDPOINT": "embedder azure-openai only: extraAppSettings",
+    "MEMNET_EMBEDDER_API_KEY": "a secret: read from the vault; else the managed identity",
+    "MEMNET_EMBEDDER_MODEL": "with an embedder only: extraAppSettings",
+    "MEMNET_EMBEDDER_DIMENSIONS": "with an embedder only: extraAppSettings",
+    "MEMNET_EMBEDDER_API_VERSION": "code default is the supported API version",
+    "MEMNET_EMBEDDER_TIMEOUT_SECONDS": "tuning; code default",
+    "MEMNET_EMBEDDER_MAX_RETRIES": "tuning; code default",
+    "MEMNET_SEARCH_MAX_VECTORS": "embedded search index only",
+    "MEMNET_SEARCH_DENSE_WEIGHT": "tuning; code default (with an embedder only)",
 }
 
 # An environment like the deployed one, so that Settings.from_env reads what it reads there.

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memnet import bootstrap
-from memnet.bootstrap import blob_store
 from memnet.settings import Settings
+from memnet.wiring import blob_store
 from tests.api.test_documents import PREF, patch
 from tests.api.test_retention import Clock, World, indexed, kinds, populate
 from tests.clients import DirectClient

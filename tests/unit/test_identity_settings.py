@@ -101,7 +101,7 @@ def test_the_vault_fills_the_secrets_the_environment_lacks(vault: list[Sequence[
         "MEMNET_OPENAI_API_KEY": "from-the-environment",
     }
     settings = callers.with_vault_secrets(Settings.from_env(env))
-    assert vault == [["memnet-api-key-pepper", "memnet-search-api-key"]]
+    assert vault == [["memnet-api-key-pepper", "memnet-embedder-api-key", "memnet-search-api-key"]]
     assert settings.api_key_pepper == PLANTED["api key pepper"]
     assert settings.search_api_key == PLANTED["search api key"]
     assert settings.extractor_api_key == "from-the-environment"  # the environment wins

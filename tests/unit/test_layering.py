@@ -70,7 +70,7 @@ def layer(module: str) -> str:
             return prefix
     if module == "memnet.ports" or module.startswith("memnet.ports."):
         return "memnet.ports"
-    return "root"  # memnet, memnet.bootstrap, memnet.settings
+    return "root"  # memnet, memnet.bootstrap, memnet.wiring, memnet.settings
 
 
 ALLOWED = {
@@ -149,6 +149,7 @@ def test_every_module_of_the_core_is_in_a_layer():
         "memnet.__main__",  # ``python -m memnet``: the core's commands (root layer)
         "memnet.commands",  # its governance commands: sweep, compact, forget, hold
         "memnet.bootstrap",
+        "memnet.wiring",  # which adapter each setting selects, for the bootstrap
         "memnet.callers",  # the bootstrap's wiring of authentication and vault secrets
         "memnet.settings",
         "memnet.ports",

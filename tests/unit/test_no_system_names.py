@@ -13,9 +13,10 @@ from tests.conftest import REPO
 
 SYSTEMS = re.compile(r"soorma|coala|\ba2p\b|mosaic", re.IGNORECASE)
 # Member names the core uses in its own records (a job's status and state, an event's
-# metadata) and its own API resource (the proposal queue, GET …/proposals), which a
-# related profile happens to use for a section too.
-CORE_WORDS = frozenset({"status", "state", "metadata", "proposals"})
+# metadata), its own API resource (the proposal queue, GET …/proposals) and a member of
+# a protocol it speaks (the embeddings API's "data"), which a related profile happens to
+# use for a section too.
+CORE_WORDS = frozenset({"status", "state", "metadata", "proposals", "data"})
 
 
 def _code() -> Iterator[tuple[Path, str]]:

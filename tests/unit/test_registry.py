@@ -167,6 +167,13 @@ def test_a_ranking_without_weight_is_refused(profiles: Path):
     assert caught.value.field == "/search_rules/ranking"
 
 
+def test_a_dense_weight_is_read_and_kept_within_zero_to_one(profiles: Path):
+    edit(profiles, lambda raw: raw.update(search_rules={"dense_weight": 0.25}))
+    assert load_registry(profiles).get("project-copilot-v1").dense_weight == 0.25  # type: ignore[union-attr]
+    change = lambda raw: raw.update(search_rules={"dense_weight": 1.5})  # noqa: E731
+    assert refused_field(profiles, change) == "/search_rules/dense_weight"
+
+
 def test_promotion_rules_are_checked_at_load(profiles: Path):
     rules = {"binding": "project_doc", "pointer": "/recent_notes/-", "value": "{text}"}
     for change, field in (

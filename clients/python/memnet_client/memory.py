@@ -104,11 +104,14 @@ class MemoryApi(ClientBase):
         keywords: Sequence[str] | None = None,
         recency_half_life_days: float | None = None,
         ranking: JsonObject | None = None,
+        dense_weight: float | None = None,
     ) -> SearchResults:
         """Events best matching ``text`` (none: newest first), filtered; ``since`` is
         inclusive, ``until`` exclusive. ``ranking`` (``{"relevance": 0.7, "importance":
         0.3}``) blends relevance with the events' importance and recency; without it the
-        client's profile's ``search_rules.ranking`` applies, if it has one."""
+        client's profile's ``search_rules.ranking`` applies, if it has one.
+        ``dense_weight`` (0-1): on a server with an embedder, the share of the semantic
+        ranking in hybrid search (0: words only); else the profile's or server's."""
         bounds = {"from": since, "to": until}
         time_range = {name: rfc3339(value) for name, value in bounds.items() if value is not None}
         body = drop_none(
@@ -121,6 +124,7 @@ class MemoryApi(ClientBase):
             keywords=None if keywords is None else list(keywords),
             recency_half_life_days=recency_half_life_days,
             ranking=ranking,
+            dense_weight=dense_weight,
             profile_id=self.profile,
         )
         url = self._user_path() + "/events:search"

@@ -17,8 +17,21 @@ else remains), and only those words, space-separated, go to the simple parser wi
 ``searchMode=any``: no operator character can reach it. Text without a word is treated
 as empty: ``*`` ordered by ``timestamp desc``.
 
+Vectors (issue 16; :mod:`.search_vectors`): with ``vector_dimensions`` N the index also
+holds ``digest_vector`` (``Collection(Edm.Single)`` of N, HNSW, cosine, not retrievable),
+``vector_model`` (filterable) and ``vector_hash``; without, it is the lexical index
+unchanged. ``put_vectors`` *merges* them into documents the index holds (``upsert`` keeps
+them, ``delete`` drops them). ``nearest`` is a vector query (k = ``top_k``, no search text)
+with the user's filter and ``vector_model eq ..`` as a ``preFilter`` (the k nearest among
+the user's events, not overall), HNSW (approximate; the embedded index is exact); its
+``@search.score``, ``1 / (1 + cosine distance)``, is turned back into the cosine. Upgrade:
+the idempotent PUT of ``ensure_index`` may add fields, so an existing index gains vectors
+in place (its documents are then stale until reindexed); a changed vector size cannot
+change a field: it needs a new index (a new ``MEMNET_SEARCH_INDEX``, then a reindex).
+
 Every SDK exception is translated in one place, :func:`map_search_errors`. The
-constructor does no I/O; clients are built on first use, once per index object.
+constructor does no I/O; clients are built on first use, once per index object. Tested
+over the HTTP transport with recorded response shapes: the service is not reachable.
 """
 
 from __future__ import annotations
@@ -41,7 +54,9 @@ from azure.core.exceptions import (
 )
 from azure.search.documents import SearchClient
 from azure.search.documents.indexes import SearchIndexClient
+from azure.search.documents.models import VectorizedQuery
 
+from memnet.adapters.azure import search_vectors as vectors
 from memnet.domain.search_words import query_words
 from memnet.domain.timestamps import normalise_timestamp
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
@@ -64,9 +79,20 @@ class AzureSearchIndex:
     """Event digests in one Azure AI Search index; every query scoped to one user."""
 
     def __init__(
-        self, endpoint: str, index_name: str, credential: Credential | None = None, **options: Any
+        self,
+        endpoint: str,
+        index_name: str,
+        credential: Credential | None = None,
+        *,
+        vector_dimensions: int | None = None,
+        **options: Any,
     ) -> None:
-        """``options`` go to both SDK clients (``transport``, ``retry_total``, ...)."""
+        """``vector_dimensions``: the embedder's vector size, to keep vectors (None: a
+        lexical index; the vector methods then fail). ``options`` go to both SDK clients
+        (``transport``, ``retry_total``, ...)."""
+        if vector_dimensions is not None and vector_dimensions < 1:
+            raise ValueError("vector_dimensions must be positive")
+        self.vector_dimensions = vector_dimensions
         self._endpoint = endpoint
         self._index_name = index_name
         self._credential = credential
@@ -76,17 +102,24 @@ class AzureSearchIndex:
 
     @classmethod
     def from_settings(
-        cls, endpoint: str, index_name: str, api_key: str | None = None
+        cls,
+        endpoint: str,
+        index_name: str,
+        api_key: str | None = None,
+        vector_dimensions: int | None = None,
     ) -> AzureSearchIndex:
         """An api-key index when a key is set, else identity-based (DefaultAzureCredential)."""
-        return cls(endpoint, index_name, AzureKeyCredential(api_key) if api_key else None)
+        credential = AzureKeyCredential(api_key) if api_key else None
+        return cls(endpoint, index_name, credential, vector_dimensions=vector_dimensions)
 
     def describe(self) -> str:
         return f"azure ai search index {self._index_name} at {self._endpoint}"
 
     def ensure_index(self) -> None:
-        """Create the index, or update it to ``search_index.json`` (idempotent PUT)."""
-        definition = {**json.loads(INDEX_DEFINITION.read_text()), "name": self._index_name}
+        """Create the index, or update it to ``search_index.json`` (idempotent PUT), with
+        the vector fields when the index has a vector size."""
+        lexical = {**json.loads(INDEX_DEFINITION.read_text()), "name": self._index_name}
+        definition = vectors.with_vectors(lexical, self.vector_dimensions)
         with map_search_errors():
             self._index_client.create_or_update_index(definition)
 
@@ -117,6 +150,82 @@ class AzureSearchIndex:
                 select=["id", "timestamp"],
             )
             return [_hit(result) for result in islice(results, query.top_k)]
+
+    # -- vectors (hybrid retrieval: .search_vectors) ------------------------------------
+
+    def put_vectors(
+        self, tenant_id: str, user_id: str, model: str, rows: list[tuple[str, str, list[float]]]
+    ) -> int:
+        """Merge (event_id, text_hash, vector) into the events the index holds; a key it
+        does not hold answers 404 and is skipped (never created vector-only)."""
+        size = self._vector_size()
+        documents = [
+            vectors.merge_document(
+                document_key(tenant_id, user_id, event_id), model, text_hash, vectors.unit(v, size)
+            )
+            for event_id, text_hash, v in rows
+        ]  # every vector checked before the first request
+        merged = 0
+        for start in range(0, len(documents), BATCH):
+            with map_search_errors():
+                results = self._documents.merge_documents(documents[start : start + BATCH])
+            count, failed = vectors.stored(results)
+            _check_results(failed)
+            merged += count
+        return merged
+
+    def stale_vectors(
+        self, tenant_id: str, user_id: str, model: str, wanted: list[tuple[str, str]]
+    ) -> list[str]:
+        """The event ids of ``wanted`` (in order) without a vector of this model and text,
+        looked up by key within the user's scope, at most 1000 keys per query."""
+        self._vector_size()
+        keys = [document_key(tenant_id, user_id, event_id) for event_id, _ in wanted]
+        found: dict[str, tuple[Any, Any]] = {}
+        for start in range(0, len(keys), vectors.LOOKUP_PAGE):
+            page = keys[start : start + vectors.LOOKUP_PAGE]
+            expression = f"{_scope_filter(tenant_id, user_id)} and {_any_of('id', page)}"
+            with map_search_errors():
+                results = self._documents.search(
+                    search_text="*",
+                    filter=expression,
+                    select=["id", "vector_model", "vector_hash"],
+                    top=len(page),
+                )
+                for r in islice(results, len(page)):
+                    found[str(r["id"])] = (r.get("vector_model"), r.get("vector_hash"))
+        return vectors.stale(model, wanted, keys, found)
+
+    def nearest(self, query: EventQuery, model: str, vector: list[float]) -> list[EventHit]:
+        """Best first by cosine (the score is the cosine), among the query's user's events
+        passing its filters with a vector of ``model``; a vector of another size finds
+        nothing, as in the embedded index."""
+        size = self._vector_size()
+        probe = vectors.unit(vector)
+        if query.top_k <= 0 or len(probe) != size:
+            return []
+        knn = VectorizedQuery(
+            vector=probe,
+            k_nearest_neighbors=query.top_k,
+            fields=vectors.VECTOR_FIELD,
+            exhaustive=False,
+        )
+        expression = f"{odata_filter(query)} and vector_model eq {odata_string(model)}"
+        with map_search_errors():
+            results = self._documents.search(
+                search_text=None,
+                filter=expression,
+                vector_queries=[knn],
+                vector_filter_mode="preFilter",
+                select=["id", "timestamp"],
+                top=query.top_k,
+            )
+            return [_hit(r, vectors.cosine) for r in islice(results, query.top_k)]
+
+    def _vector_size(self) -> int:
+        if self.vector_dimensions is None:
+            raise StorageError("search index built without vectors (no vector_dimensions)")
+        return self.vector_dimensions
 
     def list_event_ids(
         self, tenant_id: str | None, user_id: str | None = None
@@ -251,10 +360,10 @@ def utc(value: str) -> str:
     return normalise_timestamp(value)
 
 
-def _hit(result: Mapping[str, Any]) -> EventHit:
+def _hit(result: Mapping[str, Any], score: Callable[[float], float] = float) -> EventHit:
     return EventHit(
         event_id=identity(str(result["id"]))[2],
-        score=float(result.get("@search.score") or 0.0),
+        score=score(float(result.get("@search.score") or 0.0)),
         timestamp=utc(str(result["timestamp"])),
     )
 

@@ -45,6 +45,7 @@ SETTING = "MEMNET_KEYVAULT_URL"
 VAULT_SECRET_NAMES = {
     "MEMNET_API_KEY_PEPPER": "memnet-api-key-pepper",
     "MEMNET_OPENAI_API_KEY": "memnet-openai-api-key",
+    "MEMNET_EMBEDDER_API_KEY": "memnet-embedder-api-key",
     "MEMNET_SEARCH_API_KEY": "memnet-search-api-key",
 }
 

@@ -46,7 +46,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from memnet.adapters.local import search_rank
+from memnet.adapters.local import search_rank, search_vectors
 from memnet.adapters.local.search_postings import (
     TOKENIZER,
     Counts,
@@ -71,6 +71,7 @@ from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, Stora
 BUSY_TIMEOUT_SECONDS = 10.0
 LIST_PAGE = 1000
 MAX_POSTINGS = 512
+MAX_VECTORS = 20_000  # a dense search scores at most the user's newest this many vectors
 TAG_LIST = 4096  # newest first: a project/keyword filter selecting more is probed per event
 CACHE_KIB = 65_536  # page cache per connection, at most
 MMAP_BYTES = 1 << 30  # reads map the file: a ranked search reads pages at random
@@ -91,13 +92,19 @@ class SqliteSearchIndex:
     """BM25 search over event digests in one SQLite file; safe across threads and processes.
     The constructor does no I/O: the file and schema are created on first use."""
 
-    def __init__(self, path: Path, max_postings: int = MAX_POSTINGS) -> None:
+    def __init__(
+        self, path: Path, max_postings: int = MAX_POSTINGS, max_vectors: int = MAX_VECTORS
+    ) -> None:
         """``max_postings``: the postings a ranked search reads at most (0: no limit, every
-        answer exact)."""
+        answer exact); ``max_vectors``: the newest vectors a dense search scores."""
         if max_postings < 0:
             raise ValueError("max_postings must be 0 (no limit) or positive")
+        if max_vectors < 1:
+            raise ValueError("max_vectors must be positive")
         self._path = path
         self._max_postings = max_postings or sys.maxsize
+        self._max_vectors = max_vectors
+        self._vectors = search_vectors.VectorCache()
         self._local = threading.local()
         self._ready_pid: int | None = None
         self._ready_lock = threading.Lock()
@@ -117,7 +124,9 @@ class SqliteSearchIndex:
                 scope = scopes.get(owner)
                 if scope is None:
                     scope = scopes[owner] = _ensure_scope(db, *owner)
-                remove_event(db, scope, event.event_id, counts)
+                held = remove_event(db, scope, event.event_id, counts)
+                if held is not None and held != (event.digest, list(event.keywords)):
+                    search_vectors.remove(db, scope, [event.event_id])  # made from other text
                 insert_event(db, scope, event, moment, search_rank.impacts(*terms), counts)
             counts.apply(db)
 
@@ -131,6 +140,44 @@ class SqliteSearchIndex:
             for event_id in event_ids:
                 remove_event(db, found[0], event_id, counts)
             counts.apply(db)
+            search_vectors.remove(db, found[0], event_ids)
+
+    # -- vectors (hybrid retrieval: .search_vectors) ------------------------------------
+
+    def put_vectors(
+        self, tenant_id: str, user_id: str, model: str, rows: list[tuple[str, str, list[float]]]
+    ) -> int:
+        """Store (event_id, text_hash, vector) of ``model`` for events the index holds;
+        the number stored (an event deleted meanwhile is skipped)."""
+        packed = [(e, h, search_vectors.unit(v)) for e, h, v in rows]  # checked before locking
+        with self._write() as db:
+            found = _find_scope(db, tenant_id, user_id)
+            return 0 if found is None else search_vectors.put(db, found[0], model, packed)
+
+    def stale_vectors(
+        self, tenant_id: str, user_id: str, model: str, wanted: list[tuple[str, str]]
+    ) -> list[str]:
+        """The event ids of (event_id, text_hash) with no vector of this model and text."""
+        with _mapped():
+            db = self._db()
+            found = _find_scope(db, tenant_id, user_id)
+            if found is None:
+                return [event_id for event_id, _ in wanted]
+            return search_vectors.stale(db, found[0], model, wanted)
+
+    def nearest(self, query: EventQuery, model: str, vector: list[float]) -> list[EventHit]:
+        """Best first by cosine among the user's newest ``max_vectors`` of ``model``
+        passing the query's filters (its text is not used)."""
+        probe = search_vectors.unit(vector)
+        with _mapped():
+            db = self._db()
+            with _transaction(db, "DEFERRED"):
+                found = _find_scope(db, query.tenant_id, query.user_id)
+                if found is None:
+                    return []
+                return search_vectors.nearest(
+                    db, found[0], query, model, probe, self._max_vectors, self._vectors
+                )
 
     def search(self, query: EventQuery) -> list[EventHit]:
         """Best first: BM25 when the text has terms, else newest first; one user only."""
@@ -237,9 +284,9 @@ def _mapped() -> Iterator[None]:
 
 def _create_schema(db: sqlite3.Connection) -> None:
     with _transaction(db):
-        for statement in SCHEMA:
+        for statement in (*SCHEMA, *search_vectors.SCHEMA):
             db.execute(statement)
-        for table, column, declaration in COLUMNS:
+        for table, column, declaration in (*COLUMNS, search_vectors.VERSION_COLUMN):
             if column not in {row[1] for row in db.execute(f"PRAGMA table_info({table})")}:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
         stored = db.execute("SELECT value FROM meta WHERE key = 'terms'").fetchone()

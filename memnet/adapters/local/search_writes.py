@@ -98,12 +98,15 @@ def insert_event(
     )
 
 
-def remove_event(db: sqlite3.Connection, scope: int, event_id: str, counts: Counts) -> None:
-    """Delete one event's row, its postings (from its stored terms) and its tags."""
-    select = "SELECT doc_id, ts_us, terms, keywords, project_ids FROM events"
+def remove_event(
+    db: sqlite3.Connection, scope: int, event_id: str, counts: Counts
+) -> tuple[str, list[str]] | None:
+    """Delete one event's row, its postings (from its stored terms) and its tags; the
+    digest and keywords it held (None if there was no row)."""
+    select = "SELECT doc_id, ts_us, terms, keywords, project_ids, digest FROM events"
     row = db.execute(f"{select} WHERE scope_id = ? AND event_id = ?", (scope, event_id)).fetchone()
     if row is None:
-        return
+        return None
     doc_id, ts_us, weighted = int(row[0]), int(row[1]), json.loads(row[2])
     db.executemany(
         "DELETE FROM postings WHERE scope_id = ? AND term = ? AND rank = ? AND age = ?"
@@ -116,6 +119,7 @@ def remove_event(db: sqlite3.Connection, scope: int, event_id: str, counts: Coun
         tags(scope, doc_id, json.loads(row[4]), json.loads(row[3])),
     )
     db.execute("DELETE FROM events WHERE doc_id = ?", (doc_id,))
+    return str(row[5]), list(json.loads(row[3]))
 
 
 def tags(

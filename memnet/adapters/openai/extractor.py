@@ -19,14 +19,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from openai.types.chat.chat_completion import Choice
 
+from memnet.adapters.openai.errors import (
+    MAX_RETRIES_LIMIT,
+    MAX_TIMEOUT_SECONDS,
+    azure_client,
+    map_openai_errors,
+)
 from memnet.adapters.openai.prompt import (
     PROMPT_VERSION,
     SchemaKey,
@@ -42,11 +47,8 @@ log = logging.getLogger(__name__)
 
 ADAPTER_VERSION = "1.0.0"
 MAX_TOKENS_LIMIT = 32_768
-MAX_RETRIES_LIMIT = 10
-MAX_TIMEOUT_SECONDS = 600.0
 MIN_PROMPT_CHARS = 4_000
 DEFAULT_PROMPT_CHARS = 60_000
-RETRYABLE_STATUSES = frozenset({408, 409, 429})
 TokenParameter = Literal["max_tokens", "max_completion_tokens"]
 
 
@@ -82,7 +84,7 @@ class ChatExtractor:
     def extract(self, request: ExtractionRequest) -> Any:
         """The model's answer as parsed JSON, unchecked; :class:`ExtractorError` when
         there is none (transient: timeout, connection, 429, 5xx after the retries)."""
-        with map_openai_errors(self._timeout, self._retries):
+        with map_openai_errors(self._timeout, self._retries, ExtractorError):
             completion = self._client.chat.completions.create(
                 model=self._model,
                 messages=[
@@ -190,40 +192,6 @@ def _log_usage(completion: ChatCompletion, finish_reason: str) -> None:
     )
 
 
-@contextmanager
-def map_openai_errors(timeout: float, retries: int) -> Iterator[None]:
-    """Every ``openai`` failure as an :class:`ExtractorError`, raised after the client's
-    own retries: transient for timeouts, connection errors, 408, 409, 429 and 5xx;
-    permanent otherwise (a bad request, key or deployment will not heal by retrying)."""
-    tries = f"{retries + 1} tries"
-    try:
-        yield
-    except openai.APITimeoutError as error:
-        message = f"the model server did not answer within {timeout} s ({tries})"
-        raise ExtractorError(message, transient=True) from error
-    except openai.APIConnectionError as error:
-        raise ExtractorError(
-            f"could not reach the model server ({tries})", transient=True
-        ) from error
-    except openai.APIStatusError as error:
-        status = error.status_code
-        transient = status in RETRYABLE_STATUSES or status >= 500
-        message = f"the model server answered {status}{_error_code(error)}"
-        if transient:
-            message += f" ({tries})"
-        raise ExtractorError(message, transient=transient) from error
-    except openai.OpenAIError as error:
-        message = f"the model call failed ({type(error).__name__})"
-        raise ExtractorError(message, transient=False) from error
-
-
-def _error_code(error: openai.APIStatusError) -> str:
-    """The server's short error code (``content_filter``, ``model_not_found``) if it
-    gave one; its message may quote the prompt, so it is left out."""
-    code = error.code if isinstance(error.code, str) and len(error.code) <= 64 else None
-    return f" ({code})" if code else ""
-
-
 def for_openai_compatible(base_url: str, api_key: str, model: str, **options: Any) -> ChatExtractor:
     """An extractor on an OpenAI-compatible server: ``https://api.openai.com/v1``,
     Ollama's ``http://localhost:11434/v1``, vLLM's ``http://host:8000/v1``. ``api_key``
@@ -244,15 +212,7 @@ def for_azure_openai(
     """An extractor on an Azure OpenAI deployment, authenticated by exactly one of
     ``api_key`` (the ``api-key`` header) or ``token_provider`` (an Entra bearer token,
     see :func:`memnet.adapters.azure.identity.openai_token_provider`)."""
-    if (api_key is None) == (token_provider is None):
-        raise ConfigError(
-            "azure-openai extractor", "credential", "exactly one of an api key and a token provider"
-        )
-    client = openai.AzureOpenAI(
-        azure_endpoint=endpoint,
-        azure_deployment=deployment,
-        api_version=api_version,
-        api_key=api_key,
-        azure_ad_token_provider=token_provider,
+    client = azure_client(
+        "azure-openai extractor", endpoint, deployment, api_version, api_key, token_provider
     )
     return ChatExtractor(client, deployment, **options)

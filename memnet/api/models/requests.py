@@ -211,6 +211,7 @@ class SearchBody(Body):
     ) = None
     recency_half_life_days: Annotated[float, Field(gt=0, le=3650)] | None = None
     ranking: RankingBody | None = None
+    dense_weight: Weight | None = None
     profile_id: Identifier | None = None
 
 
