@@ -17,7 +17,7 @@ from memnet.ports import (
     SearchIndex,
     VectorIndex,
 )
-from memnet.services.event_vectors import EventVectors
+from memnet.services.event_vectors import QUERY_DEADLINE_SECONDS, EventVectors
 from memnet.services.registry import SchemaKey
 from memnet.settings import Settings
 
@@ -91,7 +91,7 @@ def key_provider(settings: Settings) -> KeyProvider:
     return LocalKeyFile(settings.snapshot_key_file)
 
 
-QUERY_EMBED_SECONDS = 5.0  # a search waits at most this for its text's vector, once
+QUERY_EMBED_SECONDS = QUERY_DEADLINE_SECONDS  # per request too: a search tries once
 
 
 def make_embedder(settings: Settings, for_queries: bool = False) -> Embedder | None:

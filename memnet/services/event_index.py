@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, astuple, dataclass, field
@@ -30,7 +31,9 @@ from memnet.ports import (
     EmbedderError,
     IndexedEvent,
     MessageQueue,
+    PreconditionFailed,
     SearchIndex,
+    StorageError,
     StorageUnavailable,
 )
 from memnet.services import telemetry
@@ -131,6 +134,7 @@ class IndexJobs:
         self._after_index = after_index  # e.g. promotion; never fails the job
         self._promote_sent: dict[tuple[str, str], float] = {}  # per user, this process
         self._model_checked = vectors is None  # nothing to check without an embedder
+        self._model_lock = threading.Lock()
 
     def reindex(self, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
         """Queue index jobs for every event blob in scope, and delete jobs for index
@@ -203,8 +207,6 @@ class IndexJobs:
         transient failure so that the queue retries it (and poisons it after the host's
         max count), never because of one bad event."""
         job = json.loads(body)
-        if not self._model_checked:
-            self.check_vector_model()
         tenant_id, user_id, ids = job["tenant_id"], job["user_id"], job["event_ids"]
         if job["action"] == "promote":
             if self._after_index is not None:
@@ -213,7 +215,8 @@ class IndexJobs:
         if job["action"] == "delete":
             self._index.delete(tenant_id, user_id, ids)
             return IndexReport(jobs=1, removed=len(ids))
-        if job["action"] == "embed":
+        if job["action"] == "embed":  # only these jobs ask the model: it never holds up others
+            self.check_vector_model()
             report = IndexReport(jobs=1)
             report.embedded = self._embed(tenant_id, user_id, self._entries(
                 tenant_id, user_id, ids, report.skipped))  # fmt: skip
@@ -233,9 +236,8 @@ class IndexJobs:
         if unindexed:
             self._index.delete(tenant_id, user_id, unindexed)
         report.indexed, report.removed = len(done), len(unindexed)
-        report.embedded = self._embed(
-            tenant_id, user_id, [e for e in entries if e.event_id in done]
-        )
+        if done and self._vectors is not None:  # the model's part, in a job of its own
+            self.enqueue("embed", tenant_id, user_id, sorted(done))
         for s in report.skipped:
             log.warning("event %s/%s/%s not indexable, skipped: %s", *astuple(s))
         if done and self._after_index is not None:
@@ -243,28 +245,53 @@ class IndexJobs:
         return report
 
     def check_vector_model(self) -> bool:
-        """Once per process, before its first job: if the embedding model differs from the
-        one the index's vectors were last asked of (or none was), queue a reindex of
-        everything (its jobs re-embed every stale vector) and record the model. Two
-        workers doing it at once queue it twice, which only repeats idempotent jobs.
-        True when a reindex was queued."""
-        assert self._vectors is not None
-        model = self._vectors.model
-        try:
-            recorded = json.loads(self._blobs.read(vector_model_name()).data).get("model")
-        except (BlobNotFound, ValueError, AttributeError):
-            recorded = None
-        changed = bool(recorded != model)
-        if changed:
-            queued = self.reindex(None, None)
-            log.info("embedding model %s (was %s): reindex queued %s", model, recorded, queued)
-            record = json.dumps({"model": model, "previous": recorded}).encode()
-            self._blobs.write(vector_model_name(), record, Condition())
-        self._model_checked = True
-        return changed
+        """Once per process, before its first embed job: if the embedding model differs
+        from the one recorded for the index's vectors (or none is), claim the change by a
+        conditional write of the record, and only if the claim wins queue a reindex of
+        everything (its jobs re-embed every stale vector). Concurrent workers and threads
+        thus queue it once. A failure is logged and the check tried again by the next
+        embed job. True when this call queued the reindex."""
+        if self._vectors is None:
+            return False
+        with self._model_lock:
+            if self._model_checked:
+                return False
+            try:
+                changed = self._claim_model_change(self._vectors.model)
+            except (EmbedderError, StorageError) as e:
+                log.warning("embedding model not checked (tried again later): %s", e)
+                return False
+            self._model_checked = True
+            return changed
 
-    def embeds(self) -> bool:
-        return self._vectors is not None
+    def _claim_model_change(self, model: str) -> bool:
+        try:
+            held = self._blobs.read(vector_model_name())
+            recorded, condition = _recorded_model(held.data), Condition.match(held.etag)
+        except BlobNotFound:
+            recorded, condition = None, Condition.create_only()
+        if recorded == model:
+            return False
+        record = json.dumps({"model": model, "previous": recorded}).encode()
+        try:
+            self._blobs.write(vector_model_name(), record, condition)
+        except PreconditionFailed:
+            return False  # another worker claimed it and queues the reindex
+        queued = self.reindex(None, None)
+        log.info("embedding model %s (was %s): reindex queued %s", model, recorded, queued)
+        return True
+
+    def embed_later(self, tenant_id: str, user_id: str, event_id: str) -> None:
+        """Queue the embedding of an event indexed inline (the write path never asks the
+        model). Best effort, as :meth:`promote_later`: the write stays a success, and a
+        lost job leaves the event found by its words until a reindex embeds it."""
+        if self._vectors is None:
+            return
+        try:
+            self.enqueue("embed", tenant_id, user_id, [event_id])
+        except Exception:
+            log.warning("embedding of %s/%s/%s not queued", tenant_id, user_id, event_id,
+                        exc_info=True)  # fmt: skip
 
     def _embed(self, tenant_id: str, user_id: str, entries: list[IndexedEvent]) -> int:
         """Embed the entries' stale vectors (none without an embedder). A transient
@@ -274,10 +301,10 @@ class IndexJobs:
             return 0
         try:
             return self._vectors.refresh(tenant_id, user_id, entries)
-        except EmbedderError as e:
-            if e.transient:
-                raise
-            log.warning("events of %s/%s not embedded: %s", tenant_id, user_id, e)
+        except StorageUnavailable:
+            raise
+        except (StorageError, ValueError) as e:  # the index refuses the vectors: retrying won't do
+            log.warning("vectors of %s/%s not stored: %s", tenant_id, user_id, e)
             return 0
 
     def _entries(
@@ -337,13 +364,21 @@ class IndexJobs:
         ``reindex --drain`` command; tests), and report what the jobs did. A failing job
         stays queued, visible again after its visibility timeout, and its error propagates."""
         report = IndexReport()
-        if not self._model_checked:
-            self.check_vector_model()
+        self.check_vector_model()
         while messages := self._queue.receive(self._queue_name, max_messages=32):
             for message in messages:
                 report.add(self.handle_job(message.body))
                 self._queue.delete(self._queue_name, message)
         return report
+
+
+def _recorded_model(data: bytes) -> str | None:
+    try:
+        recorded = json.loads(data)
+    except ValueError:
+        return None
+    model = recorded.get("model") if isinstance(recorded, dict) else None
+    return model if isinstance(model, str) else None
 
 
 def _group(names: Iterator[str]) -> dict[tuple[str, str], list[str]]:

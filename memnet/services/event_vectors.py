@@ -10,12 +10,21 @@ or from another text; a changed model therefore re-embeds through the reindex pa
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from memnet.domain.search_words import query_words
-from memnet.ports import Embedder, EmbedderError, EventHit, EventQuery, IndexedEvent, VectorIndex
+from memnet.ports import (
+    Embedder,
+    EmbedderError,
+    EventHit,
+    EventQuery,
+    IndexedEvent,
+    StorageError,
+    VectorIndex,
+)
 
 log = logging.getLogger("memnet.services.events")
 
@@ -32,17 +41,27 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+QUERY_DEADLINE_SECONDS = 5.0  # a search waits at most this for its text's vector
+_QUERY_THREADS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="memnet-embed")
+
+
 class EventVectors:
     """One embedder and the index that keeps its vectors."""
 
     def __init__(
-        self, index: VectorIndex, embedder: Embedder, queries: Embedder | None = None
+        self,
+        index: VectorIndex,
+        embedder: Embedder,
+        queries: Embedder | None = None,
+        deadline_seconds: float = QUERY_DEADLINE_SECONDS,
     ) -> None:
-        """``queries``: the same model with a search's tighter time budget (bootstrap:
-        a short timeout, no retries), so a slow model delays a search by at most that
-        before it answers with words alone; ``embedder`` otherwise."""
+        """``queries``: the same model for searches, with a tighter budget per request
+        (wiring: a short timeout, no retry); ``embedder`` otherwise. A search also waits
+        at most ``deadline_seconds`` for it in all (a server that trickles its answer,
+        a slow identity token), then answers with words alone."""
         self._index, self._embedder = index, embedder
         self._queries = queries or embedder
+        self._deadline = deadline_seconds
 
     @property
     def model(self) -> str:
@@ -50,8 +69,9 @@ class EventVectors:
 
     def refresh(self, tenant_id: str, user_id: str, entries: Sequence[IndexedEvent]) -> int:
         """Embed and store the entries whose vector is missing or stale; the number
-        embedded. :class:`EmbedderError` propagates (a transient one fails the job, so
-        the queue retries it)."""
+        embedded. A transient :class:`EmbedderError` (or an unavailable index)
+        propagates, so the queue retries the job; a text the model refuses is logged and
+        skipped alone (its batch is split until only it is left)."""
         texts = {e.event_id: embedding_text(e) for e in entries}
         wanted = [(event_id, text_hash(text)) for event_id, text in texts.items()]
         stale = set(self._index.stale_vectors(tenant_id, user_id, self.model, wanted))
@@ -59,21 +79,44 @@ class EventVectors:
         done = 0
         for start in range(0, len(todo), EMBED_BATCH):
             batch = todo[start : start + EMBED_BATCH]
-            vectors = self._embedder.embed([texts[event_id] for event_id, _ in batch])
-            if len(vectors) != len(batch):
-                raise EmbedderError("the embedder answered a vector count", transient=False)
-            rows = [(e, h, v) for (e, h), v in zip(batch, vectors, strict=True)]
-            done += self._index.put_vectors(tenant_id, user_id, self.model, rows)
+            for part, vectors in self._embedded(batch, texts):
+                rows = [(e, h, v) for (e, h), v in zip(part, vectors, strict=True)]
+                done += self._index.put_vectors(tenant_id, user_id, self.model, rows)
         return done
 
+    def _embedded(
+        self, batch: list[tuple[str, str]], texts: dict[str, str]
+    ) -> Iterator[tuple[list[tuple[str, str]], list[list[float]]]]:
+        """(part of the batch, its vectors), halving a batch the model refuses."""
+        try:
+            vectors = self._embedder.embed([texts[event_id] for event_id, _ in batch])
+            if len(vectors) != len(batch):
+                raise EmbedderError("the embedder answered another vector count", transient=False)
+        except EmbedderError as e:
+            if e.transient:
+                raise
+            if len(batch) == 1:
+                log.warning("event %s not embedded: %s", batch[0][0], e)
+                return
+            half = len(batch) // 2
+            yield from self._embedded(batch[:half], texts)
+            yield from self._embedded(batch[half:], texts)
+            return
+        yield batch, vectors
+
     def dense(self, query: EventQuery) -> list[EventHit] | None:
-        """The nearest events to the query's text, or None when it has no word to embed
-        or the embedder fails (the search is then lexical alone; logged)."""
+        """The nearest events to the query's text, or None (the search is then lexical
+        alone; logged) when it has no word to embed, the model fails or takes longer than
+        the deadline, or the index cannot answer with vectors."""
         if not query_words(query.text):
             return None
+        asked = _QUERY_THREADS.submit(self._queries.embed, [query.text])
         try:
-            (vector,) = self._queries.embed([query.text])
-        except (EmbedderError, ValueError):
-            log.warning("query not embedded; lexical search only", exc_info=True)
-            return None
-        return self._index.nearest(query, self.model, vector)
+            (vector,) = asked.result(timeout=self._deadline)
+            model = self._queries.model  # known from the answer: no request
+            return self._index.nearest(query, model, vector)
+        except concurrent.futures.TimeoutError:
+            log.warning("query not embedded within %.1f s; lexical search only", self._deadline)
+        except (EmbedderError, StorageError, ValueError):
+            log.warning("no semantic ranking; lexical search only", exc_info=True)
+        return None

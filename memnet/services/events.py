@@ -181,9 +181,7 @@ class EventService:
         except Exception:
             log.warning("event %s not indexed inline; queued", record["event_id"], exc_info=True)
         else:
-            if self._jobs.embeds():  # the vector is the worker's: never in the write path
-                self._jobs.enqueue("embed", record["tenant_id"], record["user_id"], [
-                    record["event_id"]])  # fmt: skip
+            self._jobs.embed_later(record["tenant_id"], record["user_id"], record["event_id"])
             return True
         self._jobs.enqueue("index", record["tenant_id"], record["user_id"], [record["event_id"]])
         return False

@@ -17,7 +17,7 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.search_words import STOP_WORDS
-from memnet.ports import EmbedderError
+from memnet.ports import EmbedderError, StorageError, StorageUnavailable
 from tests.api.test_events import ids, post, search
 from tests.clients import ApiClient, DirectClient, HttpClient
 from tests.conftest import AGENT_KEY, REPO, make_settings
@@ -154,9 +154,13 @@ def test_a_new_model_reembeds_through_the_reindex_jobs(
     client, built = hybrid
     event_ids = load(client)
     built.events.drain()
-    assert built.events.handle_job(job("index", event_ids)).embedded == 0  # still fresh
+    calls = len(embedder.calls)
+    index = built.events.handle_job(job("index", event_ids))  # an index job asks no model
+    assert (index.indexed, index.embedded, len(embedder.calls)) == (3, 0, calls)
+    assert built.events.drain().embedded == 0  # its embed job: every vector still fresh
     embedder.model = "concepts-v2@256"
-    assert built.events.handle_job(job("index", event_ids)).embedded == 3
+    built.events.handle_job(job("index", event_ids))
+    assert built.events.drain().embedded == 3  # the embed job it queued re-embeds
     oak = event_ids[0]
     assert ids(search(client, text="which timber did I pick for the worktop"))[0] == oak
 
@@ -197,3 +201,47 @@ def test_a_worker_with_another_model_queues_the_reembedding_of_everything(
     again = bootstrap.build(built.settings, embedder=embedder)  # a new worker process
     assert again.events.drain().embedded == 3
     assert bootstrap.build(built.settings, embedder=embedder).events.drain().embedded == 0
+
+
+def test_only_embed_jobs_ask_the_model_so_a_model_outage_holds_up_nothing_else(
+    hybrid: tuple[ApiClient, Services], embedder: ConceptEmbedder
+) -> None:
+    client, built = hybrid
+    oak, budget, _ = load(client)
+    embedder.failing = EmbedderError("503", transient=True)
+    assert built.events.handle_job(job("index", [oak, budget])).indexed == 2
+    assert built.events.handle_job(job("delete", [budget])).removed == 1
+    with pytest.raises(EmbedderError):
+        built.events.handle_job(job("embed", [oak]))
+
+
+def test_the_index_refusing_vectors_falls_back_to_words(
+    hybrid: tuple[ApiClient, Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, built = hybrid
+    _, budget, _ = load(client)
+    built.events.drain()
+
+    def refused(*_: object) -> None:
+        raise StorageError("search service error: HttpResponseError (400)")
+
+    monkeypatch.setattr(built.index, "nearest", refused)
+    reply = search(client, text="budget")
+    assert reply.status == 200 and ids(reply)[0] == budget
+
+
+def test_an_event_is_recorded_and_indexed_when_its_embed_job_cannot_be_queued(
+    hybrid: tuple[ApiClient, Services], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, built = hybrid
+    send = built.queue.send
+
+    def no_embed_jobs(queue: str, body: str, **options: object) -> None:
+        if '"embed"' in body:
+            raise StorageUnavailable("queue down")
+        send(queue, body, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(built.queue, "send", no_embed_jobs)
+    body = {"digest": "Oak countertop.", "source_type": "chat", "timestamp": "2026-01-09T10:00:00Z"}
+    reply = post(client, body, "no-embed")
+    assert reply.status == 201 and reply.data["indexed"] is True

@@ -168,3 +168,29 @@ def test_a_vector_never_outlives_the_text_it_was_made_from(index: SqliteSearchIn
     assert [h.event_id for h in index.nearest(query(), M, [1, 0, 0])] == ["b", "c"]
     index.upsert([event("b", 2, keywords=("new",))])  # keywords are embedded too
     assert index.stale_vectors("t1", "u1", M, [("b", "hb")]) == ["b"]
+
+
+def test_huge_but_finite_numbers_are_scaled_not_overflowed(index: SqliteSearchIndex) -> None:
+    index.put_vectors("t1", "u1", M, [("a", "h", [1e300, 1e300, 0.0])])
+    (hit, *_) = index.nearest(query(), M, [1e300, 1e300, 0.0])
+    assert hit.event_id == "a" and round(hit.score, 5) == 1.0
+    with pytest.raises(ValueError):
+        index.put_vectors("t1", "u1", M, [("a", "h", [1e308, 1e308, 1e308, 1e999])])
+
+
+def test_a_filter_counts_only_events_with_a_vector(tmp_path: Path) -> None:
+    """Events without a vector of the model (being re-embedded) do not use up the rows
+    a filtered search may look at."""
+    index = SqliteSearchIndex(tmp_path / "s.sqlite3", max_vectors=2)
+    index.upsert([event("old", 1, service_id="s2"), event("v1", 2), event("v2", 3)])
+    index.upsert([event(f"new{i}", 4 + i, service_id="s2") for i in range(5)])  # no vectors
+    index.put_vectors("t1", "u1", M, [("old", "o", [1, 0, 0]), ("v2", "v", [1, 0, 0])])
+    found = index.nearest(query(service_ids=("s2",)), M, [1, 0, 0])
+    assert [h.event_id for h in found] == ["old"]
+
+
+def test_a_deleted_users_vectors_leave_this_processes_memory(index: SqliteSearchIndex) -> None:
+    assert index.nearest(query(), M, [1, 0, 0])  # cached now
+    assert index._vectors.used > 0  # the process's memory itself is what is checked
+    index.delete("t1", "u1", ["a"])
+    assert index._vectors.used == 0

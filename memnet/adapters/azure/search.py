@@ -25,8 +25,9 @@ them, ``delete`` drops them). ``nearest`` is a vector query (k = ``top_k``, no s
 with the user's filter and ``vector_model eq ..`` as a ``preFilter`` (the k nearest among
 the user's events, not overall), HNSW (approximate; the embedded index is exact); its
 ``@search.score``, ``1 / (1 + cosine distance)``, is turned back into the cosine. Upgrade:
-the idempotent PUT of ``ensure_index`` may add fields, so an existing index gains vectors
-in place (its documents are then stale until reindexed); a changed vector size cannot
+the idempotent PUT of ``ensure_index`` may add fields, so an index with this version's
+analyzer gains vectors in place (an index from before the ``memnet_text`` analyzer must
+be rebuilt: docs/operations.md); a changed vector size cannot
 change a field: it needs a new index (a new ``MEMNET_SEARCH_INDEX``, then a reindex).
 
 Every SDK exception is translated in one place, :func:`map_search_errors`. The

@@ -141,6 +141,7 @@ class SqliteSearchIndex:
                 remove_event(db, found[0], event_id, counts)
             counts.apply(db)
             search_vectors.remove(db, found[0], event_ids)
+        self._vectors.drop(found[0])
 
     # -- vectors (hybrid retrieval: .search_vectors) ------------------------------------
 

@@ -49,7 +49,9 @@ CACHE_BYTES = 256 << 20  # vectors kept in memory per index object, least recent
 _NEWEST_VECTORS = """SELECT e.event_id, e.timestamp, e.ts_us, v.vec FROM events AS e
     CROSS JOIN vectors AS v ON v.scope_id = e.scope_id AND v.event_id = e.event_id
     WHERE e.scope_id = ? AND v.model = ? ORDER BY e.ts_us DESC, e.event_id DESC LIMIT ?"""
-_PASSING = """SELECT e.event_id FROM events AS e WHERE e.scope_id = ? AND e.ts_us >= ? {}
+_PASSING = """SELECT e.event_id FROM events AS e
+    CROSS JOIN vectors AS v ON v.scope_id = e.scope_id AND v.event_id = e.event_id
+    WHERE e.scope_id = ? AND v.model = ? AND e.ts_us >= ? {}
     ORDER BY e.ts_us DESC, e.event_id DESC LIMIT ?"""
 
 
@@ -88,6 +90,18 @@ class VectorCache:
             self._blocks.move_to_end(key)
             return block
 
+    @property
+    def used(self) -> int:
+        """Bytes of the blocks kept."""
+        return self._used
+
+    def drop(self, scope: int) -> None:
+        """Forget a user's blocks in this process (after their vectors were deleted): no
+        use could reach them (their version is gone), but they should not linger."""
+        with self._lock:
+            for key in [k for k in self._blocks if k[0] == scope]:
+                self._used -= self._blocks.pop(key).bytes
+
     def put(self, key: tuple[int, str], block: Block) -> None:
         with self._lock:
             old = self._blocks.pop(key, None)
@@ -110,10 +124,13 @@ def touched(db: sqlite3.Connection, scope: int) -> None:
 def unit(vector: Sequence[float]) -> bytes:
     """A vector as stored: float32, unit length (a zero or non-finite vector is refused)."""
     array = np.asarray(vector, dtype=np.float64)
-    norm = float(np.linalg.norm(array))
-    if array.ndim != 1 or not np.isfinite(array).all() or norm == 0.0:
+    if array.ndim != 1 or array.size == 0 or not np.isfinite(array).all():
         raise ValueError("a vector must be a non-zero list of finite numbers")
-    return (array / norm).astype("<f4").tobytes()
+    scaled = array / max(float(np.abs(array).max()), np.finfo(np.float64).tiny)
+    norm = float(np.linalg.norm(scaled))  # scaled first: 1e300 squared does not overflow
+    if not array.any() or not np.isfinite(norm) or norm == 0.0:
+        raise ValueError("a vector must be a non-zero list of finite numbers")
+    return (scaled / norm).astype("<f4").tobytes()
 
 
 def put(
@@ -184,9 +201,10 @@ def nearest(
     probe = np.frombuffer(vector, dtype="<f4")
     if query.top_k <= 0 or not block.ids or block.matrix.shape[1] != probe.size:
         return []
-    rows = _passing(db, scope, query, block, limit)
-    matrix = block.matrix if rows is None else block.matrix[rows]
-    scores = matrix @ probe
+    rows = _passing(db, scope, model, query, block, limit)
+    scores = block.matrix @ probe  # all rows: cheaper than copying the passing ones out
+    if rows is not None:
+        scores = scores[rows]
     order = np.argsort(-scores, kind="stable")[: query.top_k]  # ties keep the rows' order
     picked = order.tolist() if rows is None else [rows[i] for i in order.tolist()]
     return [
@@ -212,11 +230,11 @@ def _read_block(db: sqlite3.Connection, scope: int, model: str, limit: int, vers
 
 
 def _passing(
-    db: sqlite3.Connection, scope: int, query: EventQuery, block: Block, limit: int
+    db: sqlite3.Connection, scope: int, model: str, query: EventQuery, block: Block, limit: int
 ) -> list[int] | None:
     """The block's rows that pass the query's filters, newest first (None: no filter)."""
     where, params = filters(query, scope)
     if not where:
         return None
-    found = db.execute(_PASSING.format(where), (scope, block.oldest_us, *params, limit))
+    found = db.execute(_PASSING.format(where), (scope, model, block.oldest_us, *params, limit))
     return [row for (event_id,) in found if (row := block.positions.get(event_id)) is not None]
