@@ -51,7 +51,7 @@ from memnet.services.compaction_digest import (
     digest_event,
 )
 from memnet.services.documents import Committed, DocumentService
-from memnet.services.event_index import event_name
+from memnet.services.event_records import event_name
 from memnet.services.events import EventService
 from memnet.services.registry import ProfileRegistry
 from memnet.services.walker import Walker

@@ -36,14 +36,8 @@ from memnet.ports import (
     StorageError,
 )
 from memnet.services import telemetry
-from memnet.services.event_index import (
-    INDEX_QUEUE,
-    IndexJobs,
-    IndexReport,
-    event_name,
-    indexed,
-    load_event,
-)
+from memnet.services.event_index import INDEX_QUEUE, IndexJobs
+from memnet.services.event_records import IndexReport, event_name, indexed, load_event
 from memnet.services.event_vectors import EventVectors
 from memnet.services.fusion import fuse
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket

@@ -29,7 +29,7 @@ from memnet.domain.profiles import Profile
 from memnet.domain.promotion import known_ids, patterns
 from memnet.ports import BlobStore, Clock, EventQuery, SearchIndex
 from memnet.services.documents import DocumentService
-from memnet.services.event_index import load_event
+from memnet.services.event_records import load_event
 from memnet.services.registry import ProfileRegistry
 
 PROMOTION_CALLER = "memnet-promotion"

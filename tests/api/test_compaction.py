@@ -11,7 +11,7 @@ import time
 from memnet.api.workers import handle_compaction_job
 from memnet.bootstrap import Services
 from memnet.services.compaction import COMPACT_QUEUE, COMPACTION_CALLER
-from memnet.services.event_index import event_name
+from memnet.services.event_records import event_name
 from tests.api.compacting import (
     DYNAMIC,
     PROJECT,
