@@ -134,7 +134,11 @@ def build(
         tombstones=tombstones,
         after_index=promotion.after_indexing if promotion.configured else None,
         promote_delay=settings.promote_delay_seconds,
-        vectors=event_vectors(index, embedder or make_embedder(settings), settings),
+        vectors=(
+            event_vectors(index, embedder)  # a given embedder answers searches too
+            if embedder is not None
+            else event_vectors(index, make_embedder(settings), settings)
+        ),
         dense_weight=settings.search_dense_weight,
     )
     records = ReplayRecords(blobs, clock)

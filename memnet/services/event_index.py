@@ -12,6 +12,7 @@ Only a transient failure, or an index that refuses every event of a job, fails t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -45,6 +46,7 @@ JOB_BATCH = 200
 log = logging.getLogger("memnet.services.events")
 
 
+CLAIM_SECONDS = 900  # a model-change claim older than this, still pending, is taken up again
 PROMOTE_MEMORY = 10_000  # users remembered; past that the memory starts again
 
 
@@ -198,21 +200,50 @@ class IndexJobs:
             return changed
 
     def _claim_model_change(self, model: str) -> bool:
+        """The record says which model the vectors are being (``pending``) or were made
+        with. A claim is written before the reindex and marked done after it, so a change
+        whose reindex failed, or whose claimer died, is taken up again: by the claimer
+        itself (its claim withdrawn) or, after :data:`CLAIM_SECONDS`, by anyone."""
         try:
             held = self._blobs.read(vector_model_name())
-            recorded, condition = _recorded_model(held.data), Condition.match(held.etag)
+            recorded, condition = _recorded(held.data), Condition.match(held.etag)
         except BlobNotFound:
-            recorded, condition = None, Condition.create_only()
-        if recorded == model:
-            return False
-        record = json.dumps({"model": model, "previous": recorded}).encode()
+            recorded, condition = {}, Condition.create_only()
+        if recorded.get("model") == model:
+            claimed = recorded.get("claimed_at")
+            age = time.time() - claimed if isinstance(claimed, (int, float)) else math.inf
+            if recorded.get("pending") is not True or age < CLAIM_SECONDS:
+                return False  # done, or under way elsewhere
+        previous = recorded.get("previous") if recorded.get("model") == model else None
+        previous = previous if isinstance(previous, str) else recorded.get("model")
+        claim = {"model": model, "previous": previous, "pending": True, "claimed_at": time.time()}
         try:
-            self._blobs.write(vector_model_name(), record, condition)
+            etag = self._blobs.write(vector_model_name(), json.dumps(claim).encode(), condition)
         except PreconditionFailed:
             return False  # another worker claimed it and queues the reindex
-        queued = self.reindex(None, None)
-        log.info("embedding model %s (was %s): reindex queued %s", model, recorded, queued)
+        try:
+            queued = self.reindex(None, None)
+        except Exception:
+            self._withdraw(recorded, etag)
+            raise
+        log.info("embedding model %s (was %s): reindex queued %s", model, previous, queued)
+        done = json.dumps({**claim, "pending": False}).encode()
+        with contextlib.suppress(PreconditionFailed):  # claimed again meanwhile: theirs now
+            self._blobs.write(vector_model_name(), done, Condition.match(etag))
         return True
+
+    def _withdraw(self, recorded: dict[str, Any], etag: str) -> None:
+        """Put the record back as it was before this claim (best effort: a claim left
+        behind is taken up after :data:`CLAIM_SECONDS`)."""
+        try:
+            if recorded:
+                self._blobs.write(
+                    vector_model_name(), json.dumps(recorded).encode(), Condition.match(etag)
+                )
+            else:
+                self._blobs.delete(vector_model_name(), Condition.match(etag))
+        except Exception:
+            log.warning("embedding model claim not withdrawn", exc_info=True)
 
     def embed_later(self, tenant_id: str, user_id: str, event_id: str) -> None:
         """Queue the embedding of an event indexed inline (the write path never asks the
@@ -227,9 +258,10 @@ class IndexJobs:
                         exc_info=True)  # fmt: skip
 
     def _embed(self, tenant_id: str, user_id: str, entries: list[IndexedEvent]) -> int:
-        """Embed the entries' stale vectors (none without an embedder). A transient
-        embedder failure fails the job (retried; the lexical part is idempotent); any other
-        is logged and leaves the vectors stale until the next reindex."""
+        """Embed the entries' stale vectors (none without an embedder). A model that fails
+        for the whole batch (down, or a wrong key or model) fails the job, which the queue
+        retries; a text it refuses alone, or vectors the index refuses, are logged and
+        stay missing until the next reindex."""
         if self._vectors is None or not entries:
             return 0
         try:
@@ -305,13 +337,13 @@ class IndexJobs:
         return report
 
 
-def _recorded_model(data: bytes) -> str | None:
+def _recorded(data: bytes) -> dict[str, Any]:
+    """The model record, or {} for one that is not a JSON object (overwritten)."""
     try:
         recorded = json.loads(data)
     except ValueError:
-        return None
-    model = recorded.get("model") if isinstance(recorded, dict) else None
-    return model if isinstance(model, str) else None
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
 
 
 def _group(names: Iterator[str]) -> dict[tuple[str, str], list[str]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 
 from memnet.domain.search_words import query_words
@@ -42,7 +43,9 @@ def text_hash(text: str) -> str:
 
 
 QUERY_DEADLINE_SECONDS = 5.0  # a search waits at most this for its text's vector
-_QUERY_THREADS = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="memnet-embed")
+QUERY_CALLS = 4  # model calls for searches under way at once, per process
+_QUERY_THREADS = concurrent.futures.ThreadPoolExecutor(QUERY_CALLS, "memnet-embed")
+_QUERY_SLOTS = threading.BoundedSemaphore(QUERY_CALLS)
 
 
 class EventVectors:
@@ -78,16 +81,19 @@ class EventVectors:
         todo = [(event_id, digest) for event_id, digest in wanted if event_id in stale]
         done = 0
         for start in range(0, len(todo), EMBED_BATCH):
-            batch = todo[start : start + EMBED_BATCH]
-            for part, vectors in self._embedded(batch, texts):
+            batch, refused = todo[start : start + EMBED_BATCH], list[EmbedderError]()
+            for part, vectors in self._embedded(batch, texts, refused):
                 rows = [(e, h, v) for (e, h), v in zip(part, vectors, strict=True)]
                 done += self._index.put_vectors(tenant_id, user_id, self.model, rows)
+            if len(batch) > 1 and len(refused) == len(batch):  # every text: the model's fault
+                raise refused[-1]  # (a wrong key or model): the job fails, loudly, and retries
         return done
 
     def _embedded(
-        self, batch: list[tuple[str, str]], texts: dict[str, str]
+        self, batch: list[tuple[str, str]], texts: dict[str, str], refused: list[EmbedderError]
     ) -> Iterator[tuple[list[tuple[str, str]], list[list[float]]]]:
-        """(part of the batch, its vectors), halving a batch the model refuses."""
+        """(part of the batch, its vectors), halving a batch the model refuses; the error
+        of each text refused alone goes to ``refused``."""
         try:
             vectors = self._embedder.embed([texts[event_id] for event_id, _ in batch])
             if len(vectors) != len(batch):
@@ -97,20 +103,28 @@ class EventVectors:
                 raise
             if len(batch) == 1:
                 log.warning("event %s not embedded: %s", batch[0][0], e)
+                refused.append(e)
                 return
             half = len(batch) // 2
-            yield from self._embedded(batch[:half], texts)
-            yield from self._embedded(batch[half:], texts)
+            yield from self._embedded(batch[:half], texts, refused)
+            yield from self._embedded(batch[half:], texts, refused)
             return
         yield batch, vectors
 
     def dense(self, query: EventQuery) -> list[EventHit] | None:
         """The nearest events to the query's text, or None (the search is then lexical
         alone; logged) when it has no word to embed, the model fails or takes longer than
-        the deadline, or the index cannot answer with vectors."""
+        the deadline, or the index cannot answer with vectors. At most
+        :data:`QUERY_CALLS` model calls run at once in a process, each until it ends
+        (a call given up on still holds its slot): a search that finds none free does not
+        wait, so a slow model never queues searches behind it."""
         if not query_words(query.text):
             return None
+        if not _QUERY_SLOTS.acquire(blocking=False):  # every slot held by a slow call
+            log.warning("model busy (%d calls under way); lexical search only", QUERY_CALLS)
+            return None
         asked = _QUERY_THREADS.submit(self._queries.embed, [query.text])
+        asked.add_done_callback(lambda _: _QUERY_SLOTS.release())  # when the call ends
         try:
             (vector,) = asked.result(timeout=self._deadline)
             model = self._queries.model  # known from the answer: no request

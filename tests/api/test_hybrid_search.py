@@ -142,8 +142,9 @@ def test_a_transient_failure_fails_the_job_and_its_retry_embeds(
     embedder.failing = EmbedderError("429", transient=True)
     with pytest.raises(EmbedderError):
         built.events.handle_job(job("embed", event_ids))
-    embedder.failing = EmbedderError("bad answer", transient=False)
-    assert built.events.handle_job(job("embed", event_ids)).embedded == 0  # logged, not retried
+    embedder.failing = EmbedderError("401 bad key", transient=False)
+    with pytest.raises(EmbedderError):  # every text refused: the model's fault, the job fails
+        built.events.handle_job(job("embed", event_ids))
     embedder.failing = None
     assert built.events.handle_job(job("embed", event_ids)).embedded == 3
 

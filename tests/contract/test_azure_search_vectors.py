@@ -32,6 +32,7 @@ from azure.core.credentials import AzureKeyCredential
 
 from memnet.adapters.azure.search import INDEX_DEFINITION, AzureSearchIndex, document_key
 from memnet.adapters.azure.search_vectors import cosine
+from memnet.adapters.azure.search_vectors import unit as azure_unit
 from memnet.domain.errors import ConfigError
 from memnet.ports import EventHit, EventQuery, StorageError, StorageUnavailable, VectorIndex
 from memnet.services.event_vectors import EventVectors
@@ -369,3 +370,8 @@ def test_bootstrap_refuses_an_embedder_over_a_lexical_azure_index(
     with pytest.raises(ConfigError, match="keeps no vectors"):
         event_vectors(lexical, FixedEmbedder())
     assert event_vectors(lexical, None) is None
+
+
+@pytest.mark.parametrize("size", [1e200, 1e-200])
+def test_huge_or_tiny_finite_vectors_are_scaled_as_the_embedded_index_does(size: float) -> None:
+    assert [round(x, 6) for x in azure_unit([size, size])] == [0.707107, 0.707107]

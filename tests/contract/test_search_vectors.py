@@ -194,3 +194,17 @@ def test_a_deleted_users_vectors_leave_this_processes_memory(index: SqliteSearch
     assert index._vectors.used > 0  # the process's memory itself is what is checked
     index.delete("t1", "u1", ["a"])
     assert index._vectors.used == 0
+
+
+def test_a_filter_finds_the_blocks_older_rows_among_many_events_without_vectors(
+    tmp_path: Path,
+) -> None:
+    """A model change re-embeds in no time order: the block's time span can hold many
+    more events than vectors, and the filtered list must still reach its oldest rows."""
+    index = SqliteSearchIndex(tmp_path / "s.sqlite3", max_vectors=5)
+    index.upsert([event(f"e{i:02}", 1 + i % 28, service_id="s1") for i in range(30)])
+    held = ["e00", "e25", "e26", "e27", "e28"]
+    index.put_vectors("t1", "u1", M, [(e, e, [1.0, 0.0, 0.0] if e == "e00" else [0, 1, 0])
+                                      for e in held])  # fmt: skip
+    assert index.nearest(query(), M, [1, 0, 0])[0].event_id == "e00"
+    assert index.nearest(query(service_ids=("s1",)), M, [1, 0, 0])[0].event_id == "e00"

@@ -5,6 +5,7 @@ workers see it at once."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -14,9 +15,10 @@ import pytest
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.adapters.local.queue import SqliteQueue
 from memnet.adapters.local.search import SqliteSearchIndex
-from memnet.ports import EmbedderError, EventQuery, IndexedEvent
+from memnet.domain.layout import vector_model_name
+from memnet.ports import Condition, EmbedderError, EventQuery, IndexedEvent, StorageUnavailable
 from memnet.services.event_index import INDEX_QUEUE, IndexJobs
-from memnet.services.event_vectors import EventVectors, embedding_text, text_hash
+from memnet.services.event_vectors import QUERY_CALLS, EventVectors, embedding_text, text_hash
 
 T = "2026-01-01T00:00:00Z"
 
@@ -62,7 +64,7 @@ def test_a_search_waits_for_the_model_no_longer_than_its_deadline(
     index: SqliteSearchIndex,
 ) -> None:
     index.upsert([event("a", "alpha")])
-    vectors = EventVectors(index, Embedder(), queries=Embedder(delay=2.0), deadline_seconds=0.2)
+    vectors = EventVectors(index, Embedder(), queries=Embedder(delay=1.0), deadline_seconds=0.2)
     started = time.monotonic()
     assert vectors.dense(EventQuery("t1", "u1", "alpha")) is None
     assert time.monotonic() - started < 1.0
@@ -106,3 +108,61 @@ def test_a_worker_that_cannot_ask_the_model_tries_again_later(tmp_path: Path) ->
     assert worker.check_vector_model() is False  # logged, not raised
     fixed = IndexJobs(blobs, index, queue, INDEX_QUEUE, vectors=EventVectors(index, Embedder()))
     assert fixed.check_vector_model() is True
+
+
+def test_a_batch_the_model_refuses_whole_fails_the_job(index: SqliteSearchIndex) -> None:
+    """A wrong key or model refuses every text: not one text's fault, so the job fails
+    (and is retried) instead of succeeding with nothing stored."""
+    events = [event(f"e{i}", f"bad {i}") for i in range(4)]
+    index.upsert(events)
+    with pytest.raises(EmbedderError):
+        EventVectors(index, Embedder(refuse="bad")).refresh("t1", "u1", events)
+
+
+def test_searches_do_not_queue_behind_slow_model_calls(index: SqliteSearchIndex) -> None:
+    index.upsert([event("a", "alpha")])
+    slow = EventVectors(index, Embedder(), queries=Embedder(delay=1.0), deadline_seconds=0.1)
+    waiting = [threading.Thread(target=slow.dense, args=(EventQuery("t1", "u1", "alpha"),))
+               for _ in range(QUERY_CALLS)]  # fmt: skip
+    for thread in waiting:
+        thread.start()
+    for thread in waiting:
+        thread.join()
+    fast = EventVectors(index, Embedder(), queries=Embedder(), deadline_seconds=0.5)
+    started = time.monotonic()
+    assert fast.dense(EventQuery("t1", "u1", "alpha")) is None  # every slot still held
+    assert time.monotonic() - started < 0.05
+    time.sleep(1.2)  # the slow calls end and give their slots back
+    assert fast.dense(EventQuery("t1", "u1", "alpha")) == []  # no vectors stored: none near
+
+
+def jobs(tmp_path: Path, queue: SqliteQueue | None = None) -> IndexJobs:
+    blobs = FileBlobStore(tmp_path / "blobs", "memnet")
+    index = SqliteSearchIndex(tmp_path / "search.sqlite3")
+    queue = queue or SqliteQueue(tmp_path / "queue.sqlite3")
+    return IndexJobs(blobs, index, queue, INDEX_QUEUE, vectors=EventVectors(index, Embedder()))
+
+
+def test_a_change_whose_reindex_failed_is_taken_up_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worker = jobs(tmp_path)
+
+    def failing(*_: object) -> dict[str, int]:
+        raise StorageUnavailable("queue down")
+
+    monkeypatch.setattr(worker, "reindex", failing)
+    assert worker.check_vector_model() is False  # logged; the claim withdrawn
+    monkeypatch.undo()
+    assert jobs(tmp_path).check_vector_model() is True
+
+
+def test_a_claim_left_pending_is_taken_up_after_a_while(tmp_path: Path) -> None:
+    blobs = FileBlobStore(tmp_path / "blobs", "memnet")
+    stale = {"model": "letters@3", "pending": True, "claimed_at": time.time() - 3600}
+    blobs.write(vector_model_name(), json.dumps(stale).encode(), Condition.create_only())
+    assert jobs(tmp_path).check_vector_model() is True
+    fresh = {"model": "letters@3", "pending": True, "claimed_at": time.time()}
+    held = blobs.read(vector_model_name())
+    blobs.write(vector_model_name(), json.dumps(fresh).encode(), Condition.match(held.etag))
+    assert jobs(tmp_path).check_vector_model() is False  # under way elsewhere

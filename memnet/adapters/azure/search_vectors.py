@@ -85,9 +85,13 @@ def unit(vector: Sequence[float], dimensions: int | None = None) -> list[float]:
     """A vector as sent: unit length. A zero or non-finite vector is refused (as the
     embedded index does), and so is one of another size than the index's."""
     values = [float(x) for x in vector]
-    norm = math.sqrt(math.fsum(x * x for x in values)) if values else 0.0
-    if not all(math.isfinite(x) for x in values) or not math.isfinite(norm) or norm == 0.0:
+    if not values or not all(math.isfinite(x) for x in values):
         raise ValueError("a vector must be a non-zero list of finite numbers")
+    largest = max(abs(x) for x in values)
+    if largest == 0.0:
+        raise ValueError("a vector must be a non-zero list of finite numbers")
+    values = [x / largest for x in values]  # scaled first: 1e200 squared does not overflow
+    norm = math.sqrt(math.fsum(x * x for x in values))
     if dimensions is not None and len(values) != dimensions:
         raise ValueError(f"a vector of {len(values)} numbers; the index holds {dimensions}")
     return [x / norm for x in values]

@@ -140,8 +140,9 @@ class SqliteSearchIndex:
             for event_id in event_ids:
                 remove_event(db, found[0], event_id, counts)
             counts.apply(db)
-            search_vectors.remove(db, found[0], event_ids)
-        self._vectors.drop(found[0])
+            removed = search_vectors.remove(db, found[0], event_ids)
+        if removed:
+            self._vectors.drop(found[0])  # in this process; others' copies are outdated
 
     # -- vectors (hybrid retrieval: .search_vectors) ------------------------------------
 

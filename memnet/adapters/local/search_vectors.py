@@ -57,6 +57,12 @@ _NEWEST_VECTORS = """SELECT e.event_id, e.timestamp, e.ts_us, v.vec FROM events 
 _PASSING = """SELECT e.event_id FROM events AS e WHERE e.scope_id = ? AND e.ts_us >= ? {}
     ORDER BY e.ts_us DESC, e.event_id DESC LIMIT ?"""
 SPAN_SLACK = 4
+# When the span holds more events than that (a model change being re-embedded), the list
+# is read again joined with the vectors, so that none of the block's rows is cut off.
+_PASSING_WITH_VECTORS = """SELECT e.event_id FROM events AS e
+    CROSS JOIN vectors AS v ON v.scope_id = e.scope_id AND v.event_id = e.event_id
+    WHERE e.scope_id = ? AND e.ts_us >= ? AND v.model = ? {}
+    ORDER BY e.ts_us DESC, e.event_id DESC LIMIT ?"""
 
 
 @dataclass(frozen=True)
@@ -174,14 +180,17 @@ def stale(
     return out
 
 
-def remove(db: sqlite3.Connection, scope: int, event_ids: Sequence[str]) -> None:
+def remove(db: sqlite3.Connection, scope: int, event_ids: Sequence[str]) -> bool:
+    """Delete the events' vectors; whether there were any."""
     before = db.total_changes
     db.executemany(
         "DELETE FROM vectors WHERE scope_id = ? AND event_id = ?",
         ((scope, event_id) for event_id in event_ids),
     )
-    if db.total_changes != before:
-        touched(db, scope)
+    if db.total_changes == before:
+        return False
+    touched(db, scope)
+    return True
 
 
 def nearest(
@@ -205,7 +214,7 @@ def nearest(
     probe = np.frombuffer(vector, dtype="<f4")
     if query.top_k <= 0 or not block.ids or block.matrix.shape[1] != probe.size:
         return []
-    rows = _passing(db, scope, query, block, limit)
+    rows = _passing(db, scope, model, query, block, limit)
     scores = block.matrix @ probe  # all rows: cheaper than copying the passing ones out
     if rows is not None:
         scores = scores[rows]
@@ -234,7 +243,7 @@ def _read_block(db: sqlite3.Connection, scope: int, model: str, limit: int, vers
 
 
 def _passing(
-    db: sqlite3.Connection, scope: int, query: EventQuery, block: Block, limit: int
+    db: sqlite3.Connection, scope: int, model: str, query: EventQuery, block: Block, limit: int
 ) -> list[int] | None:
     """The block's rows that pass the query's filters, newest first (None: no filter)."""
     where, params = filters(query, scope)
@@ -242,4 +251,9 @@ def _passing(
         return None
     bound = SPAN_SLACK * max(limit, 1)
     found = db.execute(_PASSING.format(where), (scope, block.oldest_us, *params, bound))
-    return [row for (event_id,) in found if (row := block.positions.get(event_id)) is not None]
+    ids = [str(event_id) for (event_id,) in found]
+    if len(ids) == bound:
+        joined = _PASSING_WITH_VECTORS.format(where)
+        found = db.execute(joined, (scope, block.oldest_us, model, *params, limit))
+        ids = [str(event_id) for (event_id,) in found]
+    return [row for event_id in ids if (row := block.positions.get(event_id)) is not None]
