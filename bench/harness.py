@@ -83,10 +83,13 @@ def profiles_env(workdir: Path, profiles_dir: Path) -> dict[str, str]:
 
 
 def start_server(
-    extra_env: dict[str, str] | None = None, profiles_dir: Path | None = None
+    extra_env: dict[str, str] | None = None,
+    profiles_dir: Path | None = None,
+    cpus: set[int] | None = None,
 ) -> Server:
     """Start ``python -m funchost serve`` on a free loopback port; wait for /v1/health.
-    ``profiles_dir``: serve that directory's profiles (see :func:`profiles_env`)."""
+    ``profiles_dir``: serve that directory's profiles (see :func:`profiles_env`);
+    ``cpus``: pin the server to these CPUs (None: wherever the OS puts it)."""
     workdir = Path(tempfile.mkdtemp(prefix="memnet-bench-"))
     port = free_port()
     command = [sys.executable, "-m", "funchost", "serve", "--host", HOST, "--port", str(port)]
@@ -95,7 +98,10 @@ def start_server(
     if profiles_dir is not None:
         env.update(profiles_env(workdir, profiles_dir))
     with (workdir / "server.log").open("wb") as log:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
+        pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=log, stderr=log, preexec_fn=pin
+        )
     server = Server(port, process, workdir)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:

@@ -38,8 +38,11 @@ param searchSku string = 'basic'
 @description('Azure AI Search index of events (MEMNET_SEARCH_INDEX).')
 param searchIndexName string = 'memnet-events'
 
-@description('Auth modes, comma separated (MEMNET_AUTH): entra, apikeys, appservice.')
+@description('Auth modes, comma separated (MEMNET_AUTH): entra, apikeys, appservice. appservice also turns on App Service Authentication and needs entraClientId.')
 param authModes string = 'entra'
+
+@description('Client id of the API\'s app registration (MEMNET_ENTRA_CLIENT_ID): App Service Authentication\'s Entra provider, with appservice auth only.')
+param entraClientId string = ''
 
 @minLength(1)
 @description('Accepted token audiences, comma separated (MEMNET_ENTRA_AUDIENCES), e.g. api://memnet. Required: the app refuses to start without it under entra auth.')
@@ -88,11 +91,13 @@ param maximumInstanceCount int = 100
 ])
 param instanceMemoryMB int = 2048
 
+@minValue(1)
+@maxValue(1000)
+@description('HTTP requests one instance serves at once; also the worker thread pool and the quota batch cap. Measured for a 2,048 MB (one core) instance: docs/performance.md, "Per-instance concurrency".')
+param httpPerInstanceConcurrency int = 16
+
 @description('VNet integration and private endpoints for storage, search and Key Vault; public access off.')
 param enablePrivateNetworking bool = false
-
-@description('Create the Event Grid subscription for snapshots. Needs the code deployed (azd sets it after the first deploy).')
-param enableSnapshotSubscription bool = false
 
 @description('Email for alert notifications; empty: alerts without an action group.')
 param alertEmail string = ''
@@ -118,6 +123,8 @@ var tags = {
   application: 'memnet'
 }
 var functionAppName = 'func-memnet-${token}'
+var authModeList = map(split(authModes, ','), mode => trim(mode))
+var audienceList = filter(map(split(entraAudiences, ','), audience => trim(audience)), audience => !empty(audience))
 
 module identity 'modules/identity.bicep' = {
   name: 'identity'
@@ -260,6 +267,9 @@ var memnetSettings = {
   MEMNET_QUOTA_SERVICE_REQUESTS: string(quotaServiceRequests)
   MEMNET_QUOTA_SERVICE_WRITES: string(quotaServiceWrites)
   MEMNET_QUOTA_WINDOW_SECONDS: string(quotaWindowSeconds)
+  // A reservation takes at most the requests one instance serves at once, so tokens one
+  // instance holds unspent never exceed its share of the load (docs/identity.md "Quotas").
+  MEMNET_QUOTA_BATCH_MAX: string(httpPerInstanceConcurrency)
   MEMNET_SWEEP_SCHEDULE: sweepSchedule
   MEMNET_COMPACTION_SCHEDULE: compactionSchedule
   MEMNET_TELEMETRY: 'azure'
@@ -283,6 +293,10 @@ module functionApp 'modules/functionapp.bicep' = {
     deploymentContainerName: storage.outputs.deploymentContainerName
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB
+    httpPerInstanceConcurrency: httpPerInstanceConcurrency
+    appServiceAuth: contains(authModeList, 'appservice')
+    entraClientId: entraClientId
+    entraAudiences: audienceList
     workspaceId: monitoring.outputs.workspaceId
     subnetId: enablePrivateNetworking ? network.outputs.appSubnetId : ''
     memnetSettings: union(memnetSettings, extraAppSettings)
@@ -300,15 +314,6 @@ module events 'modules/events.bicep' = {
     location: location
     tags: tags
     storageAccountId: storage.outputs.id
-  }
-}
-
-module snapshotSubscription 'modules/snapshot-subscription.bicep' = if (enableSnapshotSubscription) {
-  name: 'snapshot-subscription'
-  params: {
-    topicName: events.outputs.name
-    functionAppName: functionApp.outputs.name
-    containerName: storage.outputs.containerName
   }
 }
 
@@ -340,10 +345,15 @@ module dashboard 'modules/workbook.bicep' = {
 
 // azd stores these in the environment (.azure/<env>/.env); hooks read them.
 output AZURE_LOCATION string = location
+output AZURE_SUBSCRIPTION_ID string = subscription().subscriptionId
+output AZURE_RESOURCE_GROUP string = resourceGroup().name
 output AZURE_TENANT_ID string = tenant().tenantId
 output AZURE_FUNCTION_APP_NAME string = functionApp.outputs.name
 output AZURE_FUNCTION_URL string = 'https://${functionApp.outputs.defaultHostName}'
 output AZURE_STORAGE_ACCOUNT_NAME string = storage.outputs.name
+// The postdeploy hook subscribes the snapshot blob trigger to this topic (scripts/azd_hooks.py).
+output MEMNET_EVENTGRID_TOPIC string = events.outputs.name
+output MEMNET_BLOB_CONTAINER string = storage.outputs.containerName
 output MEMNET_SEARCH_ENDPOINT string = search.outputs.endpoint
 output MEMNET_SEARCH_INDEX string = searchIndexName
 output MEMNET_KEYVAULT_KEY_ID string = keyVault.outputs.keyUri

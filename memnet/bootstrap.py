@@ -213,6 +213,7 @@ def quota_limits(settings: Settings) -> QuotaLimits:
         settings.quota_service_requests,
         settings.quota_service_writes,
         settings.quota_window_seconds,
+        settings.quota_batch_max,
     )
 
 
@@ -245,9 +246,31 @@ def _retention(
     )
 
 
+@dataclass(frozen=True)
+class StartupFailure:
+    """Why the services could not be built, as ``GET /v1/health/details`` reports it:
+    a configuration error names its file or setting, the field and the problem (never a
+    secret: settings name secrets, they do not print them); any other failure (a vault
+    or storage that refused) only its kind, whose details are in the log."""
+
+    source: str
+    field: str
+    problem: str
+
+    @classmethod
+    def of(cls, error: Exception) -> StartupFailure:
+        if isinstance(error, ConfigError):
+            return cls(error.source, error.field, error.problem)
+        return cls("dependency", type(error).__name__, "see the log")
+
+    def details(self) -> dict[str, str]:
+        return {"source": self.source, "field": self.field, "problem": self.problem}
+
+
 _lock = threading.Lock()
 _services: Services | None = None
 _failed_at: float | None = None
+_failure: StartupFailure | None = None
 RETRY_BUILD_SECONDS = 30.0
 log = logging.getLogger("memnet.bootstrap")
 
@@ -259,7 +282,7 @@ def services() -> Services:
     logged once and answered with 503 ``NOT_READY``; the build is tried again at most
     every :data:`RETRY_BUILD_SECONDS`, so requests do not queue behind credential
     timeouts, and the health probe reports the instance as not ready meanwhile."""
-    global _services, _failed_at
+    global _services, _failed_at, _failure
     with _lock:
         if _services is not None:
             return _services
@@ -270,11 +293,17 @@ def services() -> Services:
             telemetry.configure(settings)  # once per process; a no-op when "none"
             _services = build(settings)
         except Exception as exc:
-            _failed_at = time.monotonic()
+            _failed_at, _failure = time.monotonic(), StartupFailure.of(exc)
             log.error("mem.net could not start: %s", exc, exc_info=not isinstance(exc, ConfigError))
             raise _not_ready() from exc
-        _failed_at = None
+        _failed_at, _failure = None, None
         return _services
+
+
+def startup_failure() -> StartupFailure | None:
+    """Why the last build failed, while the services are not built; else None."""
+    with _lock:
+        return None if _services is not None else _failure
 
 
 def start() -> Services:
@@ -296,6 +325,6 @@ def _not_ready() -> Unavailable:
 
 def install(replacement: Services | None) -> None:
     """Use ``replacement`` from now on (tests); ``None`` rebuilds from settings next time."""
-    global _services, _failed_at
+    global _services, _failed_at, _failure
     with _lock:
-        _services, _failed_at = replacement, None
+        _services, _failed_at, _failure = replacement, None, None

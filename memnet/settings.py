@@ -89,6 +89,8 @@ class Settings:
     quota_service_requests: int = 0
     quota_service_writes: int = 0
     quota_window_seconds: int = 60
+    quota_batch_max: int = 50  # tokens one quota reservation takes at most
+    app_service_auth_on: bool = False  # the platform's WEBSITE_AUTH_ENABLED
     telemetry: str = "none"  # none | console | otlp | azure (docs/observability.md)
     applicationinsights_connection_string: str | None = field(default=None, repr=False)
 
@@ -169,6 +171,9 @@ class Settings:
             quota_service_requests=_int(env, "MEMNET_QUOTA_SERVICE_REQUESTS", 0),
             quota_service_writes=_int(env, "MEMNET_QUOTA_SERVICE_WRITES", 0),
             quota_window_seconds=_int(env, "MEMNET_QUOTA_WINDOW_SECONDS", 60),
+            quota_batch_max=_int(env, "MEMNET_QUOTA_BATCH_MAX", 50),
+            # Set by App Service when its authentication is on ("True"); never an app setting.
+            app_service_auth_on=env.get("WEBSITE_AUTH_ENABLED", "").strip().lower() == "true",
             telemetry=_telemetry(env),
             applicationinsights_connection_string=(
                 env.get("APPLICATIONINSIGHTS_CONNECTION_STRING") or None
@@ -199,6 +204,7 @@ class Settings:
         self._check_embedder()
         self._check_replay()
         self._check_auth()
+        self._check_quotas()
         self._check_telemetry()
         if self.callers_file is None:
             raise ConfigError(
@@ -282,8 +288,20 @@ class Settings:
             raise ConfigError(
                 "settings", "MEMNET_ENTRA_AUDIENCES", "entra auth needs the API's audience(s)"
             )
+        if "appservice" in self.auth_modes and not self.app_service_auth_on:
+            raise ConfigError(
+                "settings",
+                "MEMNET_AUTH",
+                "appservice needs App Service Authentication on for this app (the platform "
+                "sets WEBSITE_AUTH_ENABLED=True); without it a client could forge the "
+                "X-MS-CLIENT-PRINCIPAL header",
+            )
+
+    def _check_quotas(self) -> None:
         if not 1 <= self.quota_window_seconds <= 3600:
             raise ConfigError("settings", "MEMNET_QUOTA_WINDOW_SECONDS", "must be from 1 to 3600")
+        if self.quota_batch_max < 1:
+            raise ConfigError("settings", "MEMNET_QUOTA_BATCH_MAX", "must be at least 1")
 
     def _check_telemetry(self) -> None:
         if self.telemetry not in TELEMETRY_MODES:

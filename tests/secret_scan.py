@@ -42,6 +42,7 @@ PLANTED = {
     "openai api key": "planted-openai-key-8e2b6d0c4a1f9735",
     "search api key": "planted-search-key-3d7a1c9e5f0b2846",
     "vault secret": "planted-vault-secret-b94e27c06a1d583f",
+    "blobs extension key": "planted-blobs-extension-key-6a0d2f9c41e8b375",
 }
 # A JWT: base64url JSON header and payload, each starting ``{"`` (``eyJ``), then a dot.
 JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")

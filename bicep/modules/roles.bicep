@@ -25,6 +25,10 @@ var roles = {
   // Message Processor (8a0f0c08-91a1-4084-bc3d-661d67233fed) and Message Sender
   // (c6a89b2d-59bc-44d0-9896-0f6e12d7b80a) grant, so those are not assigned as well.
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+  // Storage Table Data Contributor: the Functions host writes its diagnostic events to
+  // Table storage through AzureWebJobsStorage (event AZFD0003 when it cannot); the app's
+  // own code uses no table.
+  storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
   // Search Index Data Contributor: upsert, delete and query documents (index worker, search route).
   searchIndexDataContributor: '8ebe5a00-799e-43f5-93ac-243d3dce84a7'
   // Search Service Contributor: create or update the index definition (post-provision step,
@@ -71,6 +75,16 @@ resource appQueue 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
     principalId: identityPrincipalId
     principalType: 'ServicePrincipal'
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageQueueDataContributor)
+  }
+}
+
+resource appTable 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, identityPrincipalId, roles.storageTableDataContributor)
+  scope: storage
+  properties: {
+    principalId: identityPrincipalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', roles.storageTableDataContributor)
   }
 }
 

@@ -2,7 +2,13 @@
 ready (a load balancer's probe needs no more, and an anonymous caller learns nothing
 about the deployment); ``GET /v1/health/details`` names the backends, the
 authentication modes and the profiles, for an authenticated caller with the ``admin``
-or ``debug`` role."""
+or ``debug`` role.
+
+While the app cannot start, no caller can be authenticated (the callers registry may be
+what is missing), so ``/v1/health/details`` answers ``503 NOT_READY`` to anyone with
+``details.cause``: the file or setting that stopped startup, its field and the problem
+(:class:`memnet.bootstrap.StartupFailure`; docs/deploy.md). The app is down either way;
+the cause is what the operator needs, and it holds no secret."""
 
 from __future__ import annotations
 
@@ -10,7 +16,8 @@ from memnet import bootstrap
 from memnet.api.access import caller_of
 from memnet.api.endpoint import endpoint
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.domain.errors import Forbidden
+from memnet.domain.callers import Caller
+from memnet.domain.errors import Forbidden, Unavailable
 
 DETAIL_ROLES = frozenset({"admin", "debug"})
 
@@ -23,9 +30,24 @@ def get_health(request: ApiRequest, request_id: str) -> ApiResponse:
     return ApiResponse.json(200, {"status": "ok"})
 
 
+def _caller_or_cause(request: ApiRequest) -> Caller:
+    """The authenticated caller; while the app cannot start, ``NOT_READY`` with the
+    startup failure as ``details.cause``."""
+    try:
+        return caller_of(request, metered=False)
+    except Unavailable as error:
+        failure = bootstrap.startup_failure()
+        if error.code != "NOT_READY" or failure is None:
+            raise
+        cause = failure.details()
+        raise Unavailable(
+            error.message, code=error.code, retry_after=error.retry_after, cause=cause
+        ) from error
+
+
 @endpoint
 def get_health_details(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = caller_of(request, metered=False)
+    caller = _caller_or_cause(request)
     if not caller.roles & DETAIL_ROLES:
         raise Forbidden("Health details need the admin or debug role.", code="ROLE_FORBIDDEN")
     services = bootstrap.services()

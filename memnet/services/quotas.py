@@ -16,9 +16,14 @@ last tokens up to the skew into the next window; a blob's window never moves bac
 The price is under-admission: tokens an instance reserved and did not spend are refused
 to the others until the window ends, at most ``instances x batch`` per bucket (plus
 tokens refunded by requests another bucket refused at the same moment). With
-``batch = max(1, min(limit // 20, 50))`` that is 5% of the limit per instance, and a
-reservation (one read, one conditional write) serves ``batch`` requests; below a limit
-of 40 every request costs two storage calls per bucket. A request charges every bucket
+``batch = max(1, min(limit // 20, batch_max))`` that is at most 5% of the limit per
+instance, and a reservation (one read, one conditional write) serves ``batch`` requests;
+below a limit of 40 every request costs two storage calls per bucket. ``batch_max``
+(``MEMNET_QUOTA_BATCH_MAX``, default 50) is set on Azure to the requests one instance
+serves at once (the plan's per-instance HTTP concurrency): an instance then never holds
+more unspent tokens of a bucket than it can have requests in flight, so the tokens
+stranded across instances stay within the load itself however far the plan scales out
+(docs/identity.md "Quotas"). A request charges every bucket
 that applies, user before service; if one refuses, the tokens taken from the others go
 back to this instance's pool. Once a bucket's counter is spent, this instance refuses
 it from memory until the window ends. Fixed windows admit up to twice the limit in W
@@ -66,11 +71,12 @@ class QuotaLimits:
     service_requests: int = 0  # per caller id, across all users
     service_writes: int = 0
     window_seconds: int = 60
+    batch_max: int = MAX_BATCH  # the most tokens one reservation takes
 
 
-def batch_size(limit: int) -> int:
-    """Tokens one reservation takes: 5% of the limit, 1 to :data:`MAX_BATCH`."""
-    return max(1, min(limit // 20, MAX_BATCH))
+def batch_size(limit: int, most: int = MAX_BATCH) -> int:
+    """Tokens one reservation takes: 5% of the limit, from 1 to ``most``."""
+    return max(1, min(limit // 20, most))
 
 
 @dataclass(frozen=True)
@@ -235,7 +241,7 @@ class Quotas:
         counter, condition = self._read(bucket.name)
         window = max(tokens.window, counter.window)  # a lagging clock never resets it back
         reserved = counter.reserved if counter.window == window else 0
-        grant = min(batch_size(bucket.limit), bucket.limit - reserved)
+        grant = min(batch_size(bucket.limit, self._limits.batch_max), bucket.limit - reserved)
         if grant > 0:
             data = json.dumps({"window": window, "reserved": reserved + grant}).encode()
             self._blobs.write(bucket.name, data, condition)

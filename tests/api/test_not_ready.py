@@ -11,8 +11,8 @@ import pytest
 
 from memnet import bootstrap
 from memnet.settings import Settings
-from tests.clients import DirectClient
-from tests.conftest import doc_url
+from tests.clients import ApiClient, DirectClient, HttpClient
+from tests.conftest import ADMIN_KEY, doc_url
 
 
 @pytest.fixture
@@ -50,3 +50,69 @@ def test_the_build_is_retried_after_the_pause(broken: list[int], monkeypatch: py
     assert DirectClient(None).request("GET", "/v1/health").status == 503  # within the pause
     monkeypatch.setattr(bootstrap, "RETRY_BUILD_SECONDS", 0.0)
     assert DirectClient(None).request("GET", "/v1/health").status == 200
+
+
+# -- what stopped startup, in /v1/health/details (issue 26: azd up succeeded, then every
+#    request failed and nothing said why) --------------------------------------------------
+
+
+@pytest.fixture(params=["direct", "http"])
+def fresh(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[ApiClient]:
+    """An admin's client of an app that starts from the environment the test sets."""
+    monkeypatch.setenv("MEMNET_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("MEMNET_CALLERS_FILE", "callers.dev.json")
+    monkeypatch.delenv("WEBSITE_AUTH_ENABLED", raising=False)
+    bootstrap.install(None)
+    if request.param == "direct":
+        yield DirectClient(ADMIN_KEY)
+    else:
+        yield HttpClient(request.getfixturevalue("http_server"), ADMIN_KEY)
+    bootstrap.install(None)
+
+
+def test_a_missing_callers_file_is_named_by_health_details_only(
+    fresh: ApiClient, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MEMNET_CALLERS_FILE", str(tmp_path / "callers.json"))
+    health = fresh.as_key(None).request("GET", "/v1/health")
+    assert health.status == 503 and "callers" not in health.body.decode()
+    for key in (None, ADMIN_KEY):  # no caller can be checked: the registry is what is missing
+        details = fresh.as_key(key).request("GET", "/v1/health/details")
+        assert details.status == 503 and details.error_code == "NOT_READY"
+        cause = details.data["error"]["details"]["cause"]
+        assert cause["source"] == str(tmp_path / "callers.json") and cause["field"] == "(file)"
+        assert "not readable" in cause["problem"]
+
+
+def test_appservice_auth_without_the_platforms_authentication_refuses_to_start(
+    fresh: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMNET_AUTH", "appservice,apikeys")
+    monkeypatch.setenv("MEMNET_ENTRA_TENANT_ID", "77777777-7777-4777-8777-777777777777")
+    forged = {"X-MS-CLIENT-PRINCIPAL": "eyJhdXRoX3R5cCI6ImFhZCJ9"}  # anyone can send this
+    assert fresh.request("GET", doc_url(), headers=forged).status == 503
+    details = fresh.request("GET", "/v1/health/details")
+    assert details.status == 503
+    cause = details.data["error"]["details"]["cause"]
+    assert (cause["source"], cause["field"]) == ("settings", "MEMNET_AUTH")
+    assert "WEBSITE_AUTH_ENABLED" in cause["problem"]
+    monkeypatch.setenv("WEBSITE_AUTH_ENABLED", "True")  # what App Service sets when it is on
+    monkeypatch.setattr(bootstrap, "RETRY_BUILD_SECONDS", 0.0)
+    assert fresh.request("GET", "/v1/health/details").status == 200
+
+
+def test_once_started_health_details_needs_a_caller_again(fresh: ApiClient) -> None:
+    assert fresh.request("GET", "/v1/health/details").status == 200
+    reply = fresh.as_key(None).request("GET", "/v1/health/details")
+    assert reply.status == 401 and "cause" not in reply.body.decode()
+
+
+def test_a_failing_dependency_is_named_by_its_kind_only() -> None:
+    failure = bootstrap.StartupFailure.of(RuntimeError("vault said planted-vault-secret"))
+    assert failure.details() == {
+        "source": "dependency",
+        "field": "RuntimeError",
+        "problem": "see the log",
+    }

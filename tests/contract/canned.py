@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 from azure.core.exceptions import HttpResponseError
+from azure.core.pipeline.transport import HttpTransport
 from azure.core.rest import HttpRequest, HttpResponse
 
 
@@ -59,3 +60,20 @@ class CannedResponse(HttpResponse):
 
     def iter_bytes(self, **kwargs: Any) -> Iterator[bytes]:
         yield self._content
+
+
+class InMemoryTransport(HttpTransport):  # type: ignore[type-arg]  # generic in its own types
+    """An azure-core transport with no connection to open or close: a subclass answers
+    each request in ``send`` (with :class:`CannedResponse`)."""
+
+    def open(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *args: Any) -> None:
+        pass

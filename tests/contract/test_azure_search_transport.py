@@ -29,7 +29,6 @@ from azure.core.exceptions import (
     ServiceRequestError,
     ServiceResponseError,
 )
-from azure.core.pipeline.transport import HttpTransport
 from azure.core.rest import HttpRequest
 
 from memnet.adapters.azure.search import (
@@ -40,7 +39,7 @@ from memnet.adapters.azure.search import (
     search_text,
 )
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
-from tests.contract.canned import CannedResponse
+from tests.contract.canned import CannedResponse, InMemoryTransport
 from tests.secret_scan import PLANTED
 
 SEARCH_KEY = PLANTED["search api key"]  # a planted secret: the log scan looks for it
@@ -68,7 +67,7 @@ class Sent:
 
 
 @dataclass
-class RecordingTransport(HttpTransport):  # type: ignore[type-arg]  # generic in its own types
+class RecordingTransport(InMemoryTransport):
     """Records each request; answers with the queued (status, body) pairs in order."""
 
     answers: list[tuple[int, Any]] = field(default_factory=list)
@@ -84,18 +83,6 @@ class RecordingTransport(HttpTransport):  # type: ignore[type-arg]  # generic in
         )
         status, answer = self.answers.pop(0) if self.answers else (500, None)
         return CannedResponse(request, status, answer, SEARCH_HEADERS)
-
-    def open(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> RecordingTransport:
-        return self
-
-    def __exit__(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture

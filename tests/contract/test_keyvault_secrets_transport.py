@@ -22,12 +22,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from azure.core.exceptions import ClientAuthenticationError, ServiceRequestError
-from azure.core.pipeline.transport import HttpTransport
 from azure.core.rest import HttpRequest
 
 from memnet.adapters.azure.secrets import VAULT_SECRET_NAMES, read_vault_secrets
 from memnet.domain.errors import ConfigError
-from tests.contract.canned import CannedResponse
+from tests.contract.canned import CannedResponse, InMemoryTransport
 from tests.contract.test_keyvault_transport import (
     CHALLENGE,
     TENANT,
@@ -46,7 +45,7 @@ OPENAI_KEY = PLANTED["openai api key"]
 
 
 @dataclass
-class FakeSecretVault(HttpTransport):  # type: ignore[type-arg]  # generic in its own types
+class FakeSecretVault(InMemoryTransport):
     """One vault holding ``secrets``; records requests; ``failures`` answer (or raise)
     first, in order, for authenticated requests."""
 
@@ -103,18 +102,6 @@ class FakeSecretVault(HttpTransport):  # type: ignore[type-arg]  # generic in it
 
     def sleep(self, duration: float) -> None:  # the retry policy's backoff: none in tests
         self.slept.append(duration)
-
-    def open(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> FakeSecretVault:
-        return self
-
-    def __exit__(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture

@@ -31,7 +31,6 @@ from azure.core.exceptions import (
     ServiceRequestError,
     ServiceResponseError,
 )
-from azure.core.pipeline.transport import HttpTransport
 from azure.core.rest import HttpRequest
 from azure.keyvault.keys.crypto import CryptographyClient, KeyWrapAlgorithm
 from cryptography.hazmat.primitives import hashes
@@ -41,7 +40,7 @@ from memnet.adapters.azure.keyvault import KeyVaultKeys
 from memnet.domain.errors import ConfigError
 from memnet.ports import KeyProviderError, WrappedKey
 from memnet.services.sealing import SealedBlobError, open_sealed, seal
-from tests.contract.canned import CannedResponse
+from tests.contract.canned import CannedResponse, InMemoryTransport
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 CHALLENGE = (
@@ -95,7 +94,7 @@ class Answer:
 
 
 @dataclass
-class FakeVault(HttpTransport):  # type: ignore[type-arg]  # generic in its own types
+class FakeVault(InMemoryTransport):
     """One vault with RSA keys; records requests; ``failures`` answer (or raise) first,
     in order, for authenticated requests."""
 
@@ -189,18 +188,6 @@ class FakeVault(HttpTransport):  # type: ignore[type-arg]  # generic in its own 
             },
             "tags": {},
         }
-
-    def open(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> FakeVault:
-        return self
-
-    def __exit__(self, *args: Any) -> None:
-        pass
 
 
 @dataclass

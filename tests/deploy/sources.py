@@ -11,7 +11,6 @@ STORAGE = BICEP / "modules" / "storage.bicep"
 ROLES = BICEP / "modules" / "roles.bicep"
 ALERTS = BICEP / "modules" / "alerts.bicep"
 WORKBOOK = BICEP / "modules" / "workbook.bicep"
-SUBSCRIPTION = BICEP / "modules" / "snapshot-subscription.bicep"
 # The instruments of the issue 13 design note (meter "memnet"): the one copy the alerts and
 # the dashboard are checked against. memnet/telemetry.py was written alongside this
 # template; test_the_code_emits_the_design_metrics compares them once it exists.
@@ -31,10 +30,16 @@ METRICS = frozenset(
 
 def app_settings() -> dict[str, str | None]:
     """The app settings the template sets: name to literal value (None: an expression).
-    The function app's appsettings resource is union(connectionSettings, memnetSettings),
-    and main passes its memnetSettings variable (plus extraAppSettings) as memnetSettings."""
+    The function app's appsettings resource is union(connectionSettings, workerSettings,
+    memnetSettings), and main passes its memnetSettings variable (plus extraAppSettings)
+    as memnetSettings."""
     found: dict[str, str | None] = {}
-    for file, var in ((FUNCTION_APP, "connectionSettings"), (MAIN, "memnetSettings")):
+    variables = (
+        (FUNCTION_APP, "connectionSettings"),
+        (FUNCTION_APP, "workerSettings"),
+        (MAIN, "memnetSettings"),
+    )
+    for file, var in variables:
         for name, value in properties(parse(file).variable(var)).items():
             literal = value.type == "string" and not any(
                 n.type == "interpolation" for n in walk(value)

@@ -8,7 +8,17 @@ import re
 from collections.abc import Mapping
 
 from memnet.settings import Settings
-from tests.deploy.bicep_tree import MAIN, body, parse, path, properties, string_value, text
+from tests.deploy.bicep_tree import (
+    MAIN,
+    ROOT,
+    Node,
+    body,
+    parse,
+    path,
+    properties,
+    string_value,
+    text,
+)
 from tests.deploy.sources import FUNCTION_APP, app_settings, function_index
 
 # Settings the code reads that the template leaves to their code defaults, each on purpose.
@@ -60,6 +70,8 @@ DEFAULTED = {
     "MEMNET_EMBEDDER_MAX_RETRIES": "tuning; code default",
     "MEMNET_SEARCH_MAX_VECTORS": "embedded search index only",
     "MEMNET_SEARCH_DENSE_WEIGHT": "tuning; code default (with an embedder only)",
+    "WEBSITE_AUTH_ENABLED": "set by App Service when its authentication is on; as an app "
+    "setting it would claim the platform strips X-MS-CLIENT-PRINCIPAL when it does not",
 }
 
 # An environment like the deployed one, so that Settings.from_env reads what it reads there.
@@ -113,7 +125,7 @@ def test_every_defaulted_setting_is_still_read_and_not_also_set() -> None:
 def test_the_wiring_of_app_settings_is_the_one_this_test_reads() -> None:
     appsettings = parse(FUNCTION_APP).resources_of_type("Microsoft.Web/sites/config")
     assert text(path(body(appsettings["appSettings"]), "properties")) == (
-        "union(connectionSettings, memnetSettings)"
+        "union(connectionSettings, workerSettings, memnetSettings)"
     )
     passed = properties(path(body(parse(MAIN).declarations("module")["functionApp"]), "params"))
     assert text(passed["memnetSettings"]) == "union(memnetSettings, extraAppSettings)"
@@ -168,3 +180,73 @@ def test_runtime_is_pinned_by_function_app_config_not_app_settings() -> None:
     # Flex Consumption rejects these two; the runtime above and host.json's bundle pin it.
     rejected = {"FUNCTIONS_EXTENSION_VERSION", "FUNCTIONS_WORKER_RUNTIME"}
     assert rejected & set(app_settings()) == set()
+
+
+# -- per-instance concurrency (issue 26 item 10) ----------------------------------------------
+
+PERFORMANCE = ROOT / "docs" / "performance.md"
+
+
+def concurrency_default() -> int:
+    default = parse(MAIN).declarations("parameter")["httpPerInstanceConcurrency"]
+    return int(text(default.named_children[-1]))
+
+
+def test_one_measured_concurrency_sets_the_plan_the_worker_and_the_quota_batches() -> None:
+    """perInstanceConcurrency, the worker's thread pool and the quota batch cap are one
+    number: a pool smaller than it queues requests inside the worker, and a batch larger
+    than it strands tokens on every instance of a scaled-out plan."""
+    app = parse(FUNCTION_APP)
+    site = body(app.resources_of_type("Microsoft.Web/sites@")["site"])
+    scale = path(site, "properties", "functionAppConfig", "scaleAndConcurrency")
+    http = path(scale, "triggers", "http")
+    assert text(properties(http)["perInstanceConcurrency"]) == "httpPerInstanceConcurrency"
+    worker = properties(app.variable("workerSettings"))
+    assert text(worker["PYTHON_THREADPOOL_THREAD_COUNT"]) == "string(httpPerInstanceConcurrency)"
+    settings = properties(parse(MAIN).variable("memnetSettings"))
+    assert text(settings["MEMNET_QUOTA_BATCH_MAX"]) == "string(httpPerInstanceConcurrency)"
+    passed = properties(path(body(parse(MAIN).declarations("module")["functionApp"]), "params"))
+    assert text(passed["httpPerInstanceConcurrency"]) == "httpPerInstanceConcurrency"
+
+
+def test_the_concurrency_is_the_one_measured_and_not_pythons_default_of_one() -> None:
+    chosen = re.search(r"`httpPerInstanceConcurrency` = (\d+)", PERFORMANCE.read_text())
+    assert chosen is not None, "docs/performance.md states the chosen value"
+    assert concurrency_default() == int(chosen.group(1)) > 1
+
+
+# -- App Service Authentication (issue 26 item 12) ---------------------------------------------
+
+
+def auth_settings() -> Node:
+    configs = parse(FUNCTION_APP).resources_of_type("Microsoft.Web/sites/config")
+    (auth,) = (
+        n for n in configs.values() if string_value(properties(body(n))["name"]) == "authsettingsV2"
+    )
+    return auth
+
+
+def test_app_service_authentication_is_on_exactly_when_appservice_mode_is_chosen() -> None:
+    condition = next(c for c in auth_settings().named_children if c.type == "if_statement")
+    assert text(condition.named_children[0]) == "(appServiceAuth)"
+    passed = properties(path(body(parse(MAIN).declarations("module")["functionApp"]), "params"))
+    assert text(passed["appServiceAuth"]) == "contains(authModeList, 'appservice')"
+    assert "split(authModes, ',')" in text(parse(MAIN).variable("authModeList"))
+
+
+def test_app_service_authentication_requires_an_entra_token_on_every_app_route() -> None:
+    props = path(body(auth_settings()), "properties")
+    assert text(path(props, "platform", "enabled")) == "true"
+    checks = properties(path(props, "globalValidation"))
+    assert text(checks["requireAuthentication"]) == "true"
+    assert string_value(checks["unauthenticatedClientAction"]) == "Return401"
+    excluded = [string_value(n) for n in checks["excludedPaths"].named_children]
+    assert excluded == ["/runtime/webhooks/blobs"]  # Event Grid's delivery, keyed by itself
+    routes = ["/" + r.route for r in function_index().http_routes] + ["/runtime/webhooks/mcp"]
+    assert not [r for r in routes if any(r.startswith(e) for e in excluded)]
+    entra = path(props, "identityProviders", "azureActiveDirectory")
+    assert text(properties(entra)["enabled"]) == "true"
+    assert text(path(entra, "registration", "clientId")) == "entraClientId"
+    issuer = string_value(path(entra, "registration", "openIdIssuer"))
+    assert "${tenant().tenantId}/v2.0" in issuer  # the app pins principals to this tenant
+    assert text(path(entra, "validation", "allowedAudiences")) == "entraAudiences"

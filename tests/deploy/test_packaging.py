@@ -21,6 +21,8 @@ from pathlib import Path
 import pathspec
 import pytest
 
+from scripts.preflight import funcignore, ships
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCTOR = Path(sys.executable).with_name("azure-functions-doctor")
 
@@ -77,21 +79,7 @@ MUST_EXCLUDE = [
 MUST_INCLUDE = ["function_app.py", "host.json", "requirements.txt", "callers.json"]
 
 
-def _spec() -> pathspec.PathSpec:
-    lines = (ROOT / ".funcignore").read_text(encoding="utf-8").splitlines()
-    return pathspec.GitIgnoreSpec.from_lines(lines)
-
-
-def _ignored(spec: pathspec.PathSpec, relative: str) -> bool:
-    """True when `relative`, or any folder above it, is ignored (as a directory walk sees it)."""
-    parts = relative.split("/")
-    for depth in range(1, len(parts)):
-        if spec.match_file("/".join(parts[:depth]) + "/"):
-            return True
-    return spec.match_file(relative)
-
-
-def _package_files(spec: pathspec.PathSpec) -> list[str]:
+def _package_files(spec: pathspec.GitIgnoreSpec) -> list[str]:
     kept: list[str] = []
     for folder, dirs, files in os.walk(ROOT):
         rel_folder = Path(folder).relative_to(ROOT).as_posix()
@@ -103,11 +91,10 @@ def _package_files(spec: pathspec.PathSpec) -> list[str]:
 
 @pytest.mark.parametrize("relative", MUST_EXCLUDE)
 def test_funcignore_keeps_out(relative: str) -> None:
-    assert _ignored(_spec(), relative), f".funcignore ships {relative}"
+    assert not ships(relative), f".funcignore ships {relative}"
 
 
 def test_funcignore_keeps_what_the_app_runs() -> None:
-    spec = _spec()
     needed = list(MUST_INCLUDE)
     for folder in ("memnet", "profiles"):
         needed += [
@@ -116,7 +103,7 @@ def test_funcignore_keeps_what_the_app_runs() -> None:
             if p.is_file() and "__pycache__" not in p.parts
         ]
     assert any(n.startswith("profiles/") for n in needed)
-    ignored = [n for n in needed if _ignored(spec, n)]
+    ignored = [n for n in needed if not ships(n)]
     assert ignored == [], f".funcignore drops files the app needs: {ignored}"
 
 
@@ -141,8 +128,7 @@ def test_function_app_imports_nothing_that_is_not_shipped() -> None:
         if path is not None and path.is_relative_to(ROOT) and ".venv" not in path.parts:
             mine.append(path.relative_to(ROOT).as_posix())
     assert "memnet/bootstrap.py" in mine
-    spec = _spec()
-    assert [m for m in mine if _ignored(spec, m)] == []
+    assert [m for m in mine if not ships(m)] == []
 
 
 _CONNECTIONS = """
@@ -217,7 +203,7 @@ def test_host_json_pins_the_extension_bundle_to_one_major_version() -> None:
 def doctor_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert DOCTOR.exists(), "pip install -r requirements-dev.txt (azure-functions-doctor)"
     stage = tmp_path_factory.mktemp("package")
-    for relative in _package_files(_spec()):
+    for relative in _package_files(funcignore()):
         target = stage / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / relative, target)

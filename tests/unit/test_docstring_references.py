@@ -1,6 +1,6 @@
-"""Docstrings and comments point at real code: every ``memnet.x.y`` / ``funchost.x.y``
-they name, and every Sphinx role (``:func:`name```) they use, resolves to a module or
-an attribute that exists (issue 9: docstrings cited modules that no longer existed)."""
+"""Docstrings and comments point at real code: every ``memnet.x.y`` / ``funchost.x.y`` /
+``scripts.x.y`` they name, and every Sphinx role (``:func:`name```) they use, resolves to
+a module or an attribute that exists (issue 9: docstrings cited modules that no longer existed)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ import pytest
 from memnet.services import telemetry
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = sorted([*ROOT.joinpath("memnet").rglob("*.py"), *ROOT.joinpath("funchost").rglob("*.py")])
-DOTTED = re.compile(r"(?<![\w/.-])((?:memnet|funchost)(?:\.[A-Za-z_]\w*)+)")
+FILES = sorted(f for d in ("memnet", "funchost", "scripts") for f in ROOT.joinpath(d).rglob("*.py"))
+DOTTED = re.compile(r"(?<![\w/.-])((?:memnet|funchost|scripts)(?:\.[A-Za-z_]\w*)+)")
 ROLE = re.compile(r":(?:func|class|meth|mod|data|attr|exc|obj):`~?([\w.]+)`")
 _MISSING = object()
 
@@ -55,7 +55,7 @@ def resolvable(name: str, module: ModuleType) -> bool:
     """An absolute name, or one relative to ``module``: its package (``.x``), its own
     names, a member of one of its classes (``:meth:`read``` in a class docstring), or a
     builtin."""
-    if name.split(".")[0] in ("memnet", "funchost"):
+    if name.split(".")[0] in ("memnet", "funchost", "scripts"):
         return resolve(name, None)
     if name.startswith("."):
         package = module.__name__.rsplit(".", 1)[0]

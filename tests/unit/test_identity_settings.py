@@ -62,6 +62,38 @@ def test_the_quota_window_is_bounded(window: str):
         Settings.from_env({**BASE, "MEMNET_QUOTA_WINDOW_SECONDS": window})
 
 
+@pytest.mark.parametrize("batch_max", ["0", "-1", "x"])
+def test_the_quota_batch_cap_is_at_least_one(batch_max: str):
+    with pytest.raises(ConfigError, match="MEMNET_QUOTA_BATCH_MAX"):
+        Settings.from_env({**BASE, "MEMNET_QUOTA_BATCH_MAX": batch_max})
+    assert Settings.from_env({**BASE, "MEMNET_QUOTA_BATCH_MAX": "16"}).quota_batch_max == 16
+
+
+APP_SERVICE = {**BASE, "MEMNET_AUTH": "appservice", "MEMNET_ENTRA_TENANT_ID": "t"}
+
+
+@pytest.mark.parametrize("platform", [None, "", "False", "false", "1", "yes"])
+def test_appservice_is_refused_unless_the_platform_says_authentication_is_on(
+    platform: str | None,
+):
+    """Only App Service sets WEBSITE_AUTH_ENABLED (to "True") when its authentication is
+    on; anything else means client-sent X-MS-CLIENT-PRINCIPAL headers reach the app."""
+    env = APP_SERVICE if platform is None else {**APP_SERVICE, "WEBSITE_AUTH_ENABLED": platform}
+    with pytest.raises(ConfigError, match="WEBSITE_AUTH_ENABLED") as raised:
+        Settings.from_env(env)
+    assert raised.value.field == "MEMNET_AUTH"
+
+
+@pytest.mark.parametrize("platform", ["True", "true", " TRUE "])
+def test_appservice_starts_behind_the_platforms_authentication(platform: str):
+    settings = Settings.from_env({**APP_SERVICE, "WEBSITE_AUTH_ENABLED": platform})
+    assert settings.auth_modes == ("appservice",) and settings.app_service_auth_on
+
+
+def test_other_modes_do_not_need_the_platforms_authentication():
+    assert not Settings.from_env({**BASE, "MEMNET_AUTH": "apikeys"}).app_service_auth_on
+
+
 def test_secrets_stay_out_of_the_settings_repr():
     settings = Settings.from_env(
         {

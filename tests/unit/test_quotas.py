@@ -240,6 +240,33 @@ def test_batch_is_five_percent_of_the_limit_from_1_to_50() -> None:
     assert [batch_size(n) for n in (1, 39, 40, 200, 1000, 100_000)] == [1, 1, 2, 10, 50, 50]
 
 
+def test_batch_is_capped_by_the_requests_an_instance_serves_at_once() -> None:
+    assert [batch_size(n, 8) for n in (1, 100, 200, 100_000)] == [1, 5, 8, 8]
+
+
+@pytest.mark.parametrize("batch_max", [1, 4])
+def test_capped_batches_bound_what_many_instances_leave_unspent(
+    store: FileBlobStore, clock: Clock, batch_max: int
+) -> None:
+    """Each of 12 instances takes one request (a scaled-out plan); with batches of 50
+    they would have reserved 600 of 1,000 tokens, refusing the 13th instance's first
+    requests; capped, each holds at most ``batch_max`` unspent."""
+    limit = 1000
+    instances = [quotas(store, clock, user_requests=limit, batch_max=batch_max) for _ in range(12)]
+    for instance in instances:
+        instance.charge("svc", "t1", "u1", write=False)
+    late = quotas(store, clock, user_requests=limit, batch_max=batch_max)
+    assert admitted(late, limit) == limit - 12 * batch_max  # all the others reserved
+
+
 def test_describe_names_the_limits_and_no_ids(store: FileBlobStore, clock: Clock) -> None:
     q = quotas(store, clock, user_requests=100, service_writes=10, window_seconds=30)
     assert q.describe() == "user 100 requests, service 10 writes per 30 s (shared counters)"
+
+
+def test_the_batch_cap_setting_reaches_the_quotas() -> None:
+    from memnet.bootstrap import quota_limits
+    from memnet.settings import Settings
+
+    env = {"MEMNET_CALLERS_FILE": "callers.dev.json", "MEMNET_QUOTA_BATCH_MAX": "8"}
+    assert quota_limits(Settings.from_env(env)).batch_max == 8
