@@ -88,6 +88,18 @@ class BlobPage:
     continuation: str | None
 
 
+@dataclass(frozen=True)
+class Residue:
+    """Files a store kept under a prefix that are no blobs, and their size in bytes
+    (:meth:`BlobStore.remove_residue`)."""
+
+    files: int = 0
+    size: int = 0
+
+    def __add__(self, other: Residue) -> Residue:
+        return Residue(self.files + other.files, self.size + other.size)
+
+
 class BlobStore(Protocol):
     """Blob semantics (ARCHITECTURE.md: per-blob conditional writes, prefix listing,
     no multi-blob transactions). Names are ``/``-separated, relative to one container."""
@@ -122,6 +134,17 @@ class BlobStore(Protocol):
         after the page whose ``continuation`` is given (None: from the start). A long
         job lists a page, persists the continuation, and can resume in another process;
         memory is bounded by ``limit``, never by the number of blobs."""
+        ...
+
+    def remove_residue(self, prefix: str) -> Residue:
+        """Remove every byte the store keeps under ``prefix`` that is no blob, and say
+        how much there was: a forget (spec 17) leaves nothing a listing cannot see. The
+        file store keeps the temp file of a write a crash cut short (the whole record
+        it was writing), an ETag sidecar whose blob is gone, and directories left empty
+        (their names are blob names); a write in flight under the prefix loses its temp
+        file and fails (retryable), so call it where the prefix's writes are refused.
+        Azure Blob keeps nothing but blobs (a write is one Put Blob, never staged
+        blocks): nothing to remove."""
         ...
 
     def describe(self) -> str:
