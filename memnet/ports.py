@@ -229,6 +229,13 @@ class MessageQueue(Protocol):
         """Approximate number of messages, visible or not (for health and tests)."""
         ...
 
+    def erase_deleted(self) -> None:
+        """Leave no deleted message readable in the queue's storage (a forget's last
+        step, spec 17): the embedded queue rewrites its file and empties its WAL. Azure
+        Storage Queues: nothing a client can do or read (the service's storage is not
+        the app's to rewrite)."""
+        ...
+
     def describe(self) -> str: ...
 
 
@@ -295,6 +302,13 @@ class SearchIndex(Protocol):
     ) -> Iterator[tuple[str, str, str]]:
         """(tenant_id, user_id, event_id) of every entry of one user, one tenant, or
         (``tenant_id`` None) the whole index (for reindex)."""
+        ...
+
+    def erase_deleted(self) -> None:
+        """Leave no deleted entry readable in the index's storage, not only unfindable
+        (a forget's last step, spec 17): the embedded index rewrites its file and
+        empties its WAL. Azure AI Search drops deleted documents from its segments when
+        it merges them, on its own schedule: no call forces it."""
         ...
 
     def describe(self) -> str: ...
