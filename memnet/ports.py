@@ -88,6 +88,18 @@ class BlobPage:
     continuation: str | None
 
 
+@dataclass(frozen=True)
+class Residue:
+    """Files a store kept under a prefix that are no blobs, and their size in bytes
+    (:meth:`BlobStore.remove_residue`)."""
+
+    files: int = 0
+    size: int = 0
+
+    def __add__(self, other: Residue) -> Residue:
+        return Residue(self.files + other.files, self.size + other.size)
+
+
 class BlobStore(Protocol):
     """Blob semantics (ARCHITECTURE.md: per-blob conditional writes, prefix listing,
     no multi-blob transactions). Names are ``/``-separated, relative to one container."""
@@ -122,6 +134,17 @@ class BlobStore(Protocol):
         after the page whose ``continuation`` is given (None: from the start). A long
         job lists a page, persists the continuation, and can resume in another process;
         memory is bounded by ``limit``, never by the number of blobs."""
+        ...
+
+    def remove_residue(self, prefix: str) -> Residue:
+        """Remove every byte the store keeps under ``prefix`` that is no blob, and say
+        how much there was: a forget (spec 17) leaves nothing a listing cannot see. The
+        file store keeps the temp file of a write a crash cut short (the whole record
+        it was writing), an ETag sidecar whose blob is gone, and directories left empty
+        (their names are blob names); a write in flight under the prefix loses its temp
+        file and fails (retryable), so call it where the prefix's writes are refused.
+        Azure Blob keeps nothing but blobs (a write is one Put Blob, never staged
+        blocks): nothing to remove."""
         ...
 
     def describe(self) -> str:
@@ -206,6 +229,13 @@ class MessageQueue(Protocol):
         """Approximate number of messages, visible or not (for health and tests)."""
         ...
 
+    def erase_deleted(self) -> None:
+        """Leave no deleted message readable in the queue's storage (a forget's last
+        step, spec 17): the embedded queue rewrites its file and empties its WAL. Azure
+        Storage Queues: nothing a client can do or read (the service's storage is not
+        the app's to rewrite)."""
+        ...
+
     def describe(self) -> str: ...
 
 
@@ -272,6 +302,13 @@ class SearchIndex(Protocol):
     ) -> Iterator[tuple[str, str, str]]:
         """(tenant_id, user_id, event_id) of every entry of one user, one tenant, or
         (``tenant_id`` None) the whole index (for reindex)."""
+        ...
+
+    def erase_deleted(self) -> None:
+        """Leave no deleted entry readable in the index's storage, not only unfindable
+        (a forget's last step, spec 17): the embedded index rewrites its file and
+        empties its WAL. Azure AI Search drops deleted documents from its segments when
+        it merges them, on its own schedule: no call forces it."""
         ...
 
     def describe(self) -> str: ...

@@ -10,8 +10,12 @@ entries before the event blobs they were derived from, for at most ``job_max_sec
 per invocation; then it queues itself again with a new run token (a message with an old
 token is a duplicate and is dropped). Not earlier than ``forget_grace_seconds`` after
 the start it verifies: it lists again, deletes what a write racing the start left
-(counted as ``late``), and repeats until a pass finds nothing. Then the receipt is
-written outside the user's prefix and the job is ``done``.
+(counted as ``late``), and repeats until a pass finds nothing. Each pass also removes
+what the store keeps under the prefix besides blobs (``BlobStore.remove_residue``: the
+embedded store's temp files of writes a crash cut short), and the final look counts it.
+Then the index and the queue erase what was deleted from their storage
+(``erase_deleted``: the embedded SQLite files are rewritten, their WALs emptied), the
+receipt is written outside the user's prefix and the job is ``done``.
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ from memnet.domain.callers import Caller
 from memnet.domain.errors import Conflict, NotFound
 from memnet.domain.layout import forget_job_name, receipt_name, user_prefix
 from memnet.domain.timestamps import parse_timestamp
-from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, MessageQueue, SearchIndex
+from memnet.ports import (
+    BlobNotFound,
+    BlobStore,
+    Clock,
+    Condition,
+    MessageQueue,
+    Residue,
+    SearchIndex,
+)
 from memnet.services.forget_ledger import (
     FORGET_QUEUE,
     INDEX,
@@ -266,7 +278,17 @@ class ForgetService:
                     job = self.ledger.delete_batch(job, kind, batch, late)
                     if time.monotonic() >= deadline:
                         return job, False
+        self._remove_residue(job.state)
         return job, True
+
+    def _remove_residue(self, state: dict[str, Any]) -> Residue:
+        """Remove what the store keeps under the user's prefix besides blobs: the temp
+        files of writes a crash cut short, under held kinds too (a hold keeps data, and
+        a write that never landed is none)."""
+        found = self._blobs.remove_residue(user_prefix(state["tenant_id"], state["user_id"]))
+        if found.files:
+            log.info("forget %s removed %d leftover files", state["forget_id"], found.files)
+        return found
 
     def _batches(
         self, state: dict[str, Any], kind: str, held: dict[str, Held]
@@ -302,20 +324,25 @@ class ForgetService:
         return max(0, math.ceil((left - self._clock.now()).total_seconds()))
 
     def _verified(self, job: Job, held: dict[str, Held]) -> Job:
-        """A pass found nothing: record what a final listing finds (0 unless a write
-        slipped in this instant, which the tombstone refuses)."""
+        """A pass found nothing: record what a final look at every byte under the prefix
+        finds (0 unless a write slipped in this instant, which the tombstone refuses),
+        then erase what the index and the queue deleted from their storage."""
         blobs = sum(len(batch) for batch in self._batches(job.state, "other", held))
+        residue = self._remove_residue(job.state)
         entries = 0
         if "events" not in held:
             ids = self._index.list_event_ids(job.state["tenant_id"], job.state["user_id"])
             entries = sum(1 for _ in ids)
-        if blobs or entries:
-            return job  # the next pass deletes them
+        if blobs or entries or residue.files:
+            return job  # the next pass deletes them, and looks again
+        self._index.erase_deleted()  # a failure fails the invocation: retried whole
+        self._queue.erase_deleted()
         job.state["phase"] = "finishing"
         job.state["completed_at"] = self.jobs.now()
         job.state["verification"] = {
             "verified_at": job.state["completed_at"],
             "blobs_remaining": blobs,
+            "residue_bytes_remaining": residue.size,
             "index_entries_remaining": entries,
         }
         return self.jobs.save(job)

@@ -71,6 +71,9 @@ class FlakyIndex:
     ) -> Iterator[tuple[str, str, str]]:
         return self.inner.list_event_ids(tenant_id, user_id)
 
+    def erase_deleted(self) -> None:
+        self.inner.erase_deleted()
+
     def describe(self) -> str:
         return "flaky " + self.inner.describe()
 

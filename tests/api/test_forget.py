@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from tests.api.forgetting import (
 )
 from tests.api.test_documents import create
 from tests.api.test_events import event, post
+from tests.canaries import canary, where
 from tests.clients import ApiClient, DirectClient
 from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, doc_url
 
@@ -228,3 +230,48 @@ def test_a_message_that_failed_every_delivery_queues_the_job_again(services, age
     job = json.loads(services.blobs.read(forget_job_name("t1", "u1")).data)
     keys = ("kind", "tenant_id", "user_id", "forget_id", "run")
     assert services.forget.run({k: job[k] for k in keys})["status"] == "done"
+
+
+# -- what is left on disk (docs/forgetting.md, "What is left on disk") -------------------------
+
+
+@pytest.fixture(params=["local"])
+def on_files(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
+    """The embedded backend, verifying a minute after the start."""
+    yield build(request, tmp_path / "data", forget_grace_seconds=60)
+    bootstrap.install(None)
+
+
+def killed_write(directory: Path, value: str) -> Path:
+    """The temp file a write killed before its rename leaves beside the blob: the whole
+    record it was writing, never listed."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f".memnet-tmp-{secrets.token_hex(8)}"
+    path.write_text(json.dumps({"response": {"document": {"content": {"note": value}}}}))
+    return path
+
+
+def test_forget_removes_what_killed_writes_left_and_verification_counts_every_byte(
+    on_files: Services,
+):
+    services, privacy, data = on_files, DirectClient(PRIVACY_KEY), on_files.settings.data_dir
+    seed(DirectClient(AGENT_KEY), services)
+    seed(DirectClient(AGENT_KEY), services, user="u2")
+    users = data / "memnet" / "tenants" / "t1" / "users"
+    mine, theirs, late = canary("mine"), canary("theirs"), canary("late")
+    killed_write(users / "u1" / "idempotency", mine)
+    killed_write(users / "u1" / "audit", mine)
+    other = killed_write(users / "u2" / "audit", theirs)
+    assert set(where(data, [mine, theirs])) == {mine, theirs}
+    assert privacy.request("DELETE", USER).status == 202
+    drain_forget(services)  # deletes everything, then waits out the grace period
+    assert where(data, [mine]) == {}
+    killed_write(users / "u1" / "events", late)  # a write killed while the job ran
+    clock_of(services).advance(61)
+    job = json.loads(services.blobs.read(forget_job_name("t1", "u1")).data)
+    services.forget.run({k: job[k] for k in ("kind", "tenant_id", "user_id", "forget_id", "run")})
+
+    status = privacy.request("GET", USER + "/forget").data
+    assert status["status"] == "done" and status["verification"]["residue_bytes_remaining"] == 0
+    assert where(data, [mine, late]) == {} and not (users / "u1").exists()
+    assert other.exists() and set(where(data, [theirs])) == {theirs}

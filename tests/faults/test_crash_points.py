@@ -20,7 +20,15 @@ import pytest
 from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.bootstrap import Services
-from memnet.ports import Blob, BlobPage, BlobStore, Condition, Extractor, StorageUnavailable
+from memnet.ports import (
+    Blob,
+    BlobPage,
+    BlobStore,
+    Condition,
+    Extractor,
+    Residue,
+    StorageUnavailable,
+)
 from memnet.services.audit import fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
@@ -64,6 +72,10 @@ class CrashingBlobStore:
 
     def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
         return self.inner.list_page(prefix, continuation, limit)
+
+    def remove_residue(self, prefix: str) -> Residue:
+        self._tick()
+        return self.inner.remove_residue(prefix)
 
     def describe(self) -> str:
         return "crashing " + self.inner.describe()

@@ -47,6 +47,7 @@ class Server:
 
     data_dir: Path
     log: Path  # in the run's log directory: the secret scan reads it (tests/secret_scan.py)
+    settings: dict[str, str] = field(default_factory=dict)  # more MEMNET_* settings
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
 
@@ -59,6 +60,7 @@ class Server:
             # A retry may take over the claim a killed request left pending at once.
             MEMNET_IDEMPOTENCY_LEASE_SECONDS="0",
         )
+        env.update(self.settings)
         command = [sys.executable, "-m", "funchost", "serve", "--port", str(self.port)]
         command += ["--data-dir", str(self.data_dir), "--settings", "none.json"]
         log = self.log.open("ab")

@@ -36,6 +36,7 @@ from memnet.ports import (
     BlobPage,
     Condition,
     PreconditionFailed,
+    Residue,
     StorageError,
     StorageUnavailable,
 )
@@ -160,6 +161,13 @@ class AzureBlobStore:
         # by_page() is typed as a plain iterator; it is a PageIterator carrying the marker.
         token = getattr(pages, "continuation_token", None) if page is not None else None
         return BlobPage(items, str(token) if token else None)
+
+    def remove_residue(self, prefix: str) -> Residue:
+        """Nothing to remove: a write is one Put Blob (our blobs are far below the SDK's
+        64 MiB single-put limit, so no uncommitted blocks are ever staged). Deleted
+        blobs the account's soft delete keeps are the deployment's matter
+        (docs/forgetting.md, "Known limits")."""
+        return Residue()
 
     @property
     def _container(self) -> ContainerClient:

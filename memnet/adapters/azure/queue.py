@@ -88,6 +88,10 @@ class AzureStorageQueue:
     def describe(self) -> str:
         return f"azure storage queues at {self._location}"
 
+    def erase_deleted(self) -> None:
+        """Nothing to do: a deleted message is gone for every client, and the service's
+        storage is not the app's to rewrite (the port's contract)."""
+
     def send(self, queue: str, body: str, *, delay_seconds: int = 0) -> str:
         """Enqueue ``body`` (visible after ``delay_seconds``); return the message id."""
         check_body(body)

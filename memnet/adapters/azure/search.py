@@ -116,6 +116,10 @@ class AzureSearchIndex:
     def describe(self) -> str:
         return f"azure ai search index {self._index_name} at {self._endpoint}"
 
+    def erase_deleted(self) -> None:
+        """Nothing to do: the service drops deleted documents from its segments when it
+        merges them, on its own schedule, and offers no call to force it."""
+
     def ensure_index(self) -> None:
         """Create the index, or update it to ``search_index.json`` (idempotent PUT), with
         the vector fields when the index has a vector size."""

@@ -20,6 +20,11 @@ returns: temp file fsynced, renamed, directory fsynced (new directories too, up 
 chain). An acknowledged write survives a crash of the process and a power loss. An I/O
 error (``EIO`` from fsync, a full disk, ...) is :class:`StorageUnavailable`: 503, retry.
 ``fsync=False`` (tests, benchmarks) keeps only the crash-of-the-process guarantee.
+
+Residue (:mod:`memnet.adapters.local.residue`): a process killed mid-write leaves its
+temp file, which listings never show. On first use in a process the store removes every
+temp file no live writer holds, and ETag sidecars whose blob is gone; a forget removes
+everything of the kind under the user's prefix (:meth:`FileBlobStore.remove_residue`).
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import heapq
+import logging
 import os
 import re
+import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
@@ -36,7 +43,7 @@ from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 
-from memnet.adapters.local import durable
+from memnet.adapters.local import durable, residue
 from memnet.adapters.local.etags import EtagKeeper, keeper_for, new_etag
 from memnet.ports import (
     Blob,
@@ -45,12 +52,14 @@ from memnet.ports import (
     BlobPage,
     Condition,
     PreconditionFailed,
+    Residue,
     StorageUnavailable,
 )
 
 LOCK_STRIPES = 1024
 _CONTAINER = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
 _UNCONDITIONAL = Condition()
+log = logging.getLogger("memnet.adapters.local.blobstore")
 
 
 class FileBlobStore:
@@ -74,6 +83,7 @@ class FileBlobStore:
         self._mode = etags
         self.fsync = fsync
         self._keeper: EtagKeeper | None = None
+        self._opening = threading.Lock()
 
     def describe(self) -> str:
         return "local files"  # no path: health is unauthenticated
@@ -81,16 +91,42 @@ class FileBlobStore:
     @property
     def etags(self) -> EtagKeeper:
         if self._keeper is None:
-            with _storage_errors(self._container):
-                self._keeper = self._open()
+            with self._opening, _storage_errors(self._container):
+                if self._keeper is None:
+                    self._keeper = self._open()
         return self._keeper
 
     def _open(self) -> EtagKeeper:
-        """Make the content directory (and, once, every directory above it) durable."""
+        """Make the content directory (and, once, every directory above it) durable,
+        then remove what writes of dead processes left (module doc)."""
         durable.make_directories(self._content, self.fsync)
         if self.fsync:
             durable.sync_ancestors(self._content)
-        return keeper_for(self._content, self._meta, self._mode, self.fsync)
+        keeper = keeper_for(self._content, self._meta, self._mode, self.fsync)
+        self._remove_orphans()
+        return keeper
+
+    def _remove_orphans(self) -> None:
+        """Best effort: a file that cannot be removed now is left for the next start."""
+        try:
+            found = residue.orphans(self._content, self._meta, self._blob_lock)
+        except OSError as exc:
+            log.warning("leftovers of interrupted writes not removed: %s", exc)
+            return
+        if found.files:
+            log.warning("removed %d leftover files of interrupted writes", found.files)
+
+    def remove_residue(self, prefix: str) -> Residue:
+        """Every temp file and blobless sidecar under ``prefix``, in flight or not, and
+        the directories left empty (the port's contract; :mod:`.residue`)."""
+        directory, _, leaf = prefix.rpartition("/")
+        if "/" in prefix:
+            _check_name(directory)
+        with _storage_errors(prefix):
+            return residue.everything(self._content, self._meta, directory, leaf, self._blob_lock)
+
+    def _blob_lock(self, name: str) -> AbstractContextManager[None]:
+        return self._locked(name, fcntl.LOCK_EX)
 
     def read(self, name: str) -> Blob:
         """Return the blob's bytes and ETag, read consistently; :class:`BlobNotFound`."""

@@ -11,11 +11,18 @@ too. A directory a write has to create is made durable the same way: after each
 
 ``sync=False`` skips every fsync (``MEMNET_LOCAL_FSYNC=false``, for tests and
 benchmarks): then a write survives a crash of the process, not a power loss.
+
+A temp file is owned: its writer holds an exclusive ``flock`` on it from the moment it
+is created until it has been renamed (or removed), so a temp file that nobody holds a
+lock on was left by a process that died (:func:`remove_if_orphaned`). A sweep takes the
+lock before it unlinks; a writer that gets its lock and finds its file unlinked (a sweep
+came between its ``open`` and its ``flock``) makes another.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import random
 import secrets
@@ -39,9 +46,9 @@ def replace(path: str, data: bytes, attr: tuple[str, bytes] | None, sync: bool) 
                 os.setxattr(fd, *attr)
             if sync:
                 os.fsync(fd)
+            _rename(temp, path)
         finally:
-            os.close(fd)
-        _rename(temp, path)
+            os.close(fd)  # releases the temp file's lock, once its name is gone
     except BaseException:
         unlink(temp)
         raise
@@ -123,19 +130,52 @@ def _is_file(path: str) -> bool:
 
 
 def _create_temp(directory: str, sync: bool) -> tuple[int, str]:
-    """Create a temp file in ``directory`` (made as needed); retries because a concurrent
-    delete may prune a directory just created."""
+    """Create a temp file in ``directory`` (made as needed) and lock it (module doc);
+    retries because a concurrent delete may prune a directory just created, and a sweep
+    may unlink the file before it is locked."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     for attempt in range(_DIRECTORY_RETRIES):
         temp = os.path.join(directory, f"{TEMP_PREFIX}{secrets.token_hex(8)}")
         try:
-            return os.open(temp, flags, 0o644), temp
+            fd = os.open(temp, flags, 0o644)
         except FileNotFoundError:
             _back_off(attempt)
             make_directories(directory, sync)
+            continue
         except NotADirectoryError as exc:
             raise _clash(directory) from exc
+        if _owned(fd):
+            return fd, temp
+        os.close(fd)
     raise OSError(f"could not create a file in {directory}")
+
+
+def _owned(fd: int) -> bool:
+    """Lock a new temp file; False if a sweep unlinked it before the lock was ours."""
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return os.fstat(fd).st_nlink > 0
+
+
+def remove_if_orphaned(path: str) -> int | None:
+    """Unlink the temp file at ``path`` if no live writer holds its lock (module doc);
+    its size, or None when a writer holds it or it is gone already."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None  # its writer is alive
+        size = os.fstat(fd).st_size
+        try:
+            os.unlink(path)  # a rename before the lock was ours took the name: not ours
+        except FileNotFoundError:
+            return None
+        return size
+    finally:
+        os.close(fd)
 
 
 def _rename(temp: str, path: str) -> None:

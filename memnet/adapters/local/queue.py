@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memnet.adapters.local.sqlite_wal import use_wal
+from memnet.adapters.local.sqlite_wal import erase_deleted, use_wal
 from memnet.ports import (
     MAX_DELAY_SECONDS,
     MAX_MESSAGES,
@@ -131,6 +131,11 @@ class SqliteQueue:
                 (queue, self._clock()),
             ).fetchone()
         return int(found)
+
+    def erase_deleted(self) -> None:
+        """Rewrite the file from the messages still queued and empty the WAL
+        (:func:`.sqlite_wal.erase_deleted`)."""
+        erase_deleted(self._path, BUSY_TIMEOUT_MS / 1000)
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -63,7 +63,7 @@ from memnet.adapters.local.search_writes import (
     rederive_terms,
     remove_event,
 )
-from memnet.adapters.local.sqlite_wal import use_wal
+from memnet.adapters.local.sqlite_wal import erase_deleted, use_wal
 from memnet.domain.search_words import query_words
 from memnet.domain.timestamps import format_timestamp
 from memnet.ports import EventHit, EventQuery, IndexedEvent, StorageError, StorageUnavailable
@@ -232,6 +232,12 @@ class SqliteSearchIndex:
             if len(page) < LIST_PAGE:
                 return
             after = page[-1]
+
+    def erase_deleted(self) -> None:
+        """Rewrite the file from the live entries and empty the WAL
+        (:func:`.sqlite_wal.erase_deleted`); busy: :class:`StorageUnavailable`."""
+        with _mapped():
+            erase_deleted(self._path, BUSY_TIMEOUT_SECONDS)
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)
