@@ -151,7 +151,7 @@ def _project_doc(
         "goals": " ".join(rng.sample(FILLER, 3)),
         "constraints": ["no customer data leaves the region", "changes ship behind flags"],
     }
-    notes = [f"Decision {n}: {rng.choice(FILLER)}" for n in range(3)]
+    notes = [{"note": f"Decision {n}: {rng.choice(FILLER)}"} for n in range(3)]
     return {"summary": summary, "facets": facets, "recent_notes": notes}
 
 
@@ -182,8 +182,8 @@ def user_dynamic() -> dict[str, Any]:
         for topic in ("postgres", "kafka", "kubernetes")
     ]
     preferences = [
-        "Prefers Python examples with type hints.",
-        "Wants trade-offs spelled out before a recommendation.",
+        {"text": "Prefers Python examples with type hints."},
+        {"text": "Wants trade-offs spelled out before a recommendation."},
         {"text": "Uses metric units.", "topic": "units"},
         {"text": "Likes short bullet lists over long prose.", "topic": "style"},
     ]

@@ -58,7 +58,7 @@ RESULTS = REPO / "bench" / "results"
 
 def seed_ops(tag: str) -> list[dict[str, Any]]:
     return [
-        {"op": "add", "path": "/content/preferences/-", "value": f"{tag}-{i}-{PADDING}"}
+        {"op": "add", "path": "/content/preferences/-", "value": {"text": f"{tag}-{i}-{PADDING}"}}
         for i in range(6)
     ]
 
@@ -100,7 +100,7 @@ def patch_op(port: int, docs: list[tuple[str, str]]) -> Callable[[int], Op]:
         def op() -> bool:
             state["n"] += 1
             value = f"c{index}-{state['n']}-{PADDING}"
-            ops = [{"op": "replace", "path": "/content/preferences/0", "value": value}]
+            ops = [{"op": "replace", "path": "/content/preferences/0", "value": {"text": value}}]
             reply = patch(client, url, ops, state["etag"])
             if reply.status == 200 and reply.etag:
                 state["etag"] = reply.etag
@@ -229,7 +229,7 @@ def write_until_landed(
 ) -> str:
     """PATCH one item with If-Match; on 412 take the latest ETag and try again. With
     ``rebase`` the server moves a stale If-Match to the latest version itself."""
-    ops = [{"op": "add", "path": "/content/recent_notes/-", "value": item}]
+    ops = [{"op": "add", "path": "/content/recent_notes/-", "value": {"note": item}}]
     started = time.perf_counter()
     while time.perf_counter() < deadline:
         me.attempts += 1
@@ -290,7 +290,8 @@ def hot_round(
 
 def verify_hot(client: Client, url: str, landed: list[tuple[str, str]]) -> dict[str, Any]:
     """One item per successful write, and exactly one winning writer per ETag."""
-    notes = client.request("GET", url).json()["document"]["content"]["recent_notes"]
+    items = client.request("GET", url).json()["document"]["content"]["recent_notes"]
+    notes = [item["note"] for item in items]
     history = client.request("GET", f"{url}:history?limit=1000").json()
     changes = [c for c in history["changes"] if c["operation"] == "patch"]
     pre_etags = [c["pre_etag"] for c in changes]

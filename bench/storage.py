@@ -188,7 +188,7 @@ def storage_calls(store: BlobStore) -> dict[str, list[str]]:
     running = start_in_thread(function_app.app, run_timers=False)
     try:
         client, url = Client(running.port), doc_url(f"count-{uuid.uuid4().hex[:8]}")
-        ops = [{"op": "add", "path": "/content/preferences/-", "value": "x" * 100}]
+        ops = [{"op": "add", "path": "/content/preferences/-", "value": {"text": "x" * 100}}]
         etag = create(client, url, ops)
         counting.calls.clear()
         client.request("GET", url)

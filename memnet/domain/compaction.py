@@ -49,6 +49,7 @@ class SectionRules:
     consolidated_field: str | None = None  # the kept item's list of merged items' ids
     id_field: str = "id"
     promote: PromoteRule | None = None
+    string_items_as: str | None = None  # a string item's member once reshaped (an old shape)
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ def _section(pointer: Segments, body: Mapping[str, Any], legacy: int | None) -> 
         consolidated_field=body.get("consolidated_field"),
         id_field=body.get("id_field", "id"),
         promote=_promote_rule(body.get("promote")),
+        string_items_as=body.get("string_items_as"),
     )
 
 
@@ -147,6 +149,26 @@ def _promote_rule(raw: Mapping[str, Any] | None) -> PromoteRule | None:
         min_similar=raw.get("min_similar"),
         similarity=raw.get("similarity", 0.6),
     )
+
+
+# -- item shapes -----------------------------------------------------------------------
+
+
+def reshape_ops(content: Mapping[str, Any], rules: CompactionRules) -> list[dict[str, Any]]:
+    """The ops that give each section with ``string_items_as`` one item shape: the
+    section, with every string item ``s`` rewritten as ``{string_items_as: s}``, replaced
+    whole (one op per section, however many items; docs/profiles.md "Item shapes").
+    Empty when no such section holds a string."""
+    ops = []
+    for section in rules.sections:
+        member, items = section.string_items_as, _array(content, section.pointer) or []
+        if member is None or not any(isinstance(item, str) for item in items):
+            continue
+        value = [{member: item} if isinstance(item, str) else item for item in items]
+        ops.append(
+            {"op": "replace", "path": pointers.render((CONTENT, *section.pointer)), "value": value}
+        )
+    return ops
 
 
 # -- text comparison -------------------------------------------------------------------
@@ -240,11 +262,8 @@ def moved(result: Plan) -> list[Removed]:
 def _entries(
     content: Mapping[str, Any], section: SectionRules, protection: Protection
 ) -> list[_Entry] | None:
-    try:
-        items = pointers.resolve(content, section.pointer)
-    except KeyError:
-        return None
-    if not isinstance(items, list):
+    items = _array(content, section.pointer)
+    if items is None:
         return None
     durable = any(pointers.is_within(section.pointer, d) for d in protection.durable_sections)
     rank = protection.rank or (lambda _section, _index, _item: 0)
@@ -257,6 +276,14 @@ def _entries(
         )
         for i, item in enumerate(items)
     ]
+
+
+def _array(content: Mapping[str, Any], pointer: Segments) -> list[Any] | None:
+    try:
+        found = pointers.resolve(content, pointer)
+    except KeyError:
+        return None
+    return found if isinstance(found, list) else None
 
 
 def _confidence(item: Any, section: SectionRules) -> float:

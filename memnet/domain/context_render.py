@@ -5,13 +5,12 @@ Budgets keep the highest-priority bindings: documents are considered in ``read_p
 order and, once one does not fit ``max_docs`` or ``max_chars_total``, it and every
 lower-priority document are dropped, so a lower-priority document never displaces a
 higher-priority one. A document's cost is its compact JSON length (as ``max_chars``
-counts on write), or, when text is rendered, the length of its rendered section. Nothing
-is ever truncated.
+counts on write), or, when text is rendered, the length of its rendered section (and
+the separator before it). Nothing is cut short: a document is returned whole or not at
+all, so the rendered text is never longer than ``max_chars_total``.
 
-Rendered text, one section per document, sections separated by one blank line::
-
-    ### memory <binding_id> (<namespace>/<path>) updated_at=<updated_at>
-    <the document's content as compact JSON>
+Rendered text: one section per document (:mod:`memnet.domain.text_render`), sections
+separated by one blank line.
 """
 
 from __future__ import annotations
@@ -19,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from memnet.domain import text_render
 from memnet.domain.document_model import StoredDocument
-from memnet.domain.envelope import char_count, serialise
-from memnet.domain.profiles import Binding
+from memnet.domain.envelope import char_count
+from memnet.domain.profiles import Binding, RenderRules
 from memnet.domain.routing import ProjectRanking
 
 SEPARATOR = "\n\n"
@@ -55,39 +55,63 @@ class Selected:
             "document": self.stored.document,
         }
 
-    def section(self) -> str:
+    def section(self, rules: RenderRules) -> str:
+        """The document as rendered text: its header line, then its content."""
         document = self.stored.document
-        header = (
-            f"### memory {self.binding.binding_id} ({self.binding.namespace}/{self.path})"
-            f" updated_at={document.get('updated_at', '')}"
+        title = text_render.header(
+            self.binding.binding_id, self.binding.namespace, self.path, document.get("updated_at")
         )
-        return f"{header}\n{serialise(document.get('content'))}"
+        return "\n".join([title, *text_render.content_lines(document.get("content"), rules)])
+
+
+@dataclass(frozen=True)
+class Budgeted:
+    """What fits the budgets: the documents kept, those dropped (``dropped_bindings``
+    entries) and, when text is rendered, the text."""
+
+    kept: list[Selected]
+    dropped: list[dict[str, Any]]
+    rendered: str | None = None
 
 
 def apply_budget(
-    selected: list[Selected], max_docs: int, max_chars: int, as_text: bool
-) -> tuple[list[Selected], list[dict[str, Any]]]:
-    """The longest priority-ordered prefix within both budgets, and what was dropped."""
+    selected: list[Selected], max_docs: int, max_chars: int, rules: RenderRules | None
+) -> Budgeted:
+    """The longest priority-ordered prefix within both budgets, what was dropped and,
+    with ``rules`` (``render: "text"``), the kept documents' text."""
     kept: list[Selected] = []
+    sections: list[str] = []
     used = 0
     for position, item in enumerate(selected):
-        cost = _cost(item, as_text, first=not kept)
+        section = item.section(rules) if rules is not None else None
+        cost = _cost(item, section, first=not kept)
         reason = (
             "max_docs"
             if len(kept) >= max_docs
             else ("max_chars_total" if used + cost > max_chars else None)
         )
         if reason is not None:
-            return kept, [_over(s, reason) for s in selected[position:]]
+            dropped = [_over(s, reason) for s in selected[position:]]
+            return _budgeted(kept, dropped, sections, rules)
         kept.append(item)
+        sections += [section] if section is not None else []
         used += cost
-    return kept, []
+    return _budgeted(kept, [], sections, rules)
 
 
-def _cost(item: Selected, as_text: bool, first: bool) -> int:
-    if not as_text:
+def _budgeted(
+    kept: list[Selected],
+    dropped: list[dict[str, Any]],
+    sections: list[str],
+    rules: RenderRules | None,
+) -> Budgeted:
+    return Budgeted(kept, dropped, SEPARATOR.join(sections) if rules is not None else None)
+
+
+def _cost(item: Selected, section: str | None, first: bool) -> int:
+    if section is None:
         return char_count(item.stored.document)
-    return len(item.section()) + (0 if first else len(SEPARATOR))
+    return len(section) + (0 if first else len(SEPARATOR))
 
 
 def _over(item: Selected, reason: str) -> dict[str, Any]:
@@ -98,10 +122,6 @@ def _over(item: Selected, reason: str) -> dict[str, Any]:
         "reason": reason,
         "chars": char_count(item.stored.document),
     }
-
-
-def render_text(kept: list[Selected]) -> str:
-    return SEPARATOR.join(item.section() for item in kept)
 
 
 def dropped_entry(binding: Binding, path: str | None, reason: str) -> dict[str, Any]:

@@ -134,10 +134,20 @@ class RoutingRules:
 
 
 @dataclass(frozen=True)
+class RenderRules:
+    """How ``render: "text"`` writes an item (docs/context.md): the members that hold an
+    item's text, first found first, and the members left out of the text."""
+
+    text_fields: tuple[str, ...] = ()
+    omit_fields: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
 class ContextRules:
     default_max_docs: int = 8
     default_max_chars_total: int = 60_000
     routing: RoutingRules | None = None
+    rendering: RenderRules = RenderRules()
 
 
 @dataclass(frozen=True)
@@ -292,10 +302,13 @@ def _pointer_map(raw: Mapping[str, list[str]]) -> dict[str, tuple[Segments, ...]
 
 
 def _build_context(raw: Mapping[str, Any]) -> ContextRules:
-    routing = raw.get("routing")
+    routing, rendering = raw.get("routing"), raw.get("rendering", {})
     return ContextRules(
         default_max_docs=raw.get("default_max_docs", 8),
         default_max_chars_total=raw.get("default_max_chars_total", 60_000),
+        rendering=RenderRules(
+            tuple(rendering.get("text_fields", ())), frozenset(rendering.get("omit_fields", ()))
+        ),
         routing=None
         if routing is None
         else RoutingRules(

@@ -11,7 +11,7 @@ An extractor returns one JSON object (anything else is refused whole, as
       ],
       "patches": [
         {"target_binding_id": "user_dynamic", "target_path": "user_dynamic.json",
-         "ops": [{"op": "add", "path": "/content/preferences/-", "value": "..."}],
+         "ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": "..."}}],
          "confidence": 0.6, "evidence": {"message_ids": ["m3"]}}
       ]
     }

@@ -73,6 +73,13 @@ def normalise_timestamp(value: Any, field: str = "timestamp") -> str:
     return format_timestamp(parse_timestamp(value, field))
 
 
+def written_date(value: str) -> str | None:
+    """The date an RFC 3339 date-time is written on (in its own zone: ``2026-11-24`` of
+    ``2026-11-24T23:30:00-05:00``), or None when ``value`` is not one."""
+    found = _DATE_TIME.fullmatch(value)
+    return value[:10] if found is not None else None
+
+
 def _local(found: re.Match[str]) -> datetime:
     """The datetime as written, in its own zone (ValueError for impossible values)."""
     year, month, day, hour, minute, second = (

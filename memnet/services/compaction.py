@@ -1,5 +1,5 @@
-"""The compaction job (spec 15, 22.3; issue 11): freshness first, then compaction, each
-one audited change of one document, written through
+"""The compaction job (spec 15, 22.3; issue 11): item shapes, freshness, then
+compaction, each one audited change of one document, written through
 :meth:`~memnet.services.documents.DocumentService.patch` like any other write.
 
 Which profile governs a stored document: the ``profile_id`` of its head audit record
@@ -8,6 +8,10 @@ covers it.
 
 Order, so a crash between any two writes loses nothing and a rerun fixes it:
 
+0. item shapes (caller ``memnet-compaction``, reason ``compaction``, code
+   ``reshape_items``): string items of a section with ``string_items_as`` become
+   objects (:func:`memnet.domain.compaction.reshape_ops`), the one-time migration of
+   documents written before their schema asked for one shape;
 1. freshness (caller ``memnet-freshness``, reason ``freshness_downgrade``): stale
    facts become proposals in the pending section
    (:func:`memnet.domain.freshness.downgrade`);
@@ -29,6 +33,7 @@ import json
 import logging
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain import compaction, freshness, proposals
@@ -105,17 +110,19 @@ class CompactionService:
         if stored is None or target is None:
             why = "no such document" if stored is None else "no profile governs it"
             return _status(within_targets=False, why_not=[why])
+        stored, shapes = self._reshape(target, stored, dry_run)
         fresh = self._freshness(target, stored, dry_run)
+        steps = {"reshaped": shapes, "freshness": fresh}
         for attempt in range(1, ATTEMPTS + 1):
             if attempt > 1 or fresh["changed"] or fresh.get("yielded"):
                 stored = self._documents.load(ref) or stored  # else the one read serves
             plan = self._plan(target, stored)
             try:
-                return {**self._apply(target, stored, plan, dry_run), "freshness": fresh}
+                return {**self._apply(target, stored, plan, dry_run), **steps}
             except EtagMismatch:
                 log.info("compaction of %s lost a race (attempt %d)", ref.blob_name, attempt)
         why = f"lost the race to live writers {ATTEMPTS} times; the next run tries again"
-        return _status(within_targets=False, why_not=[why], yielded=True, freshness=fresh)
+        return _status(within_targets=False, why_not=[why], yielded=True, **steps)
 
     def _target(self, ref: DocumentRef, stored: StoredDocument | None) -> Target | None:
         head = stored.document.get("change_id") if stored else None
@@ -174,7 +181,7 @@ class CompactionService:
         moved = compaction.moved(plan)
         event_id = self._write_digest(target, base, moved) if moved else None
         try:
-            response = self._patch(target, stored, plan, base)
+            response = self._patch(target, stored, plan)
         except EtagMismatch:
             if event_id is not None:
                 self._discard_event(target.ref, event_id)
@@ -182,24 +189,59 @@ class CompactionService:
         changed = _change_id(response)
         return {**status, "changed": True, "change_id": changed, "event_id": event_id}
 
-    def _patch(
-        self, target: Target, stored: StoredDocument, plan: Plan, base: str
+    def _patch(self, target: Target, stored: StoredDocument, plan: Plan) -> dict[str, Any]:
+        step = _Step(JOB, COMPACTION_CALLER, "compaction", plan.reason_codes)
+        return self._job_write(target, stored, step, plan.ops, content_hash(plan.ops))
+
+    def _job_write(
+        self,
+        target: Target,
+        stored: StoredDocument,
+        step: _Step,
+        ops: list[dict[str, Any]],
+        fingerprint: str,
     ) -> dict[str, Any]:
+        """One step's audited patch of the version it was planned from (If-Match), keyed
+        by that version's change id so that a rerun writes it once."""
+        base = stored.document["change_id"]
         command = WriteCommand(
             ref=target.ref,
             profile_id=target.profile.profile_id,
             binding_id=target.binding.binding_id,
             precondition=Precondition(if_match=stored.etag),
-            idempotency_key=f"compaction:{base}",
-            fingerprint=content_hash(plan.ops),
-            reason="compaction",
-            request_id=f"compaction-{base}",
-            evidence={"job": JOB, "base_change_id": base},
+            idempotency_key=f"{step.name}:{base}",
+            fingerprint=fingerprint,
+            reason=step.reason,
+            request_id=f"{step.name}-{base}",
+            evidence={"job": step.name, "base_change_id": base},
             confidence=1.0,
-            ops=parse_ops(plan.ops),
-            reason_codes=plan.reason_codes,
+            ops=parse_ops(ops),
+            reason_codes=step.reason_codes,
         )
-        return self._documents.patch(job_caller(COMPACTION_CALLER, target.ref.tenant_id), command)
+        return self._documents.patch(job_caller(step.caller_id, target.ref.tenant_id), command)
+
+    # -- item shapes -----------------------------------------------------------------
+
+    def _reshape(
+        self, target: Target, stored: StoredDocument, dry_run: bool
+    ) -> tuple[StoredDocument, dict[str, Any]]:
+        """Sections with ``string_items_as`` rewritten to their one item shape, as the
+        first change (of its own): while a document holds an older shape its schema
+        refuses every write to it, the other steps' too. The document after, and what
+        was done."""
+        rules = target.profile.compaction.get(target.binding.binding_id)
+        for _ in range(ATTEMPTS):
+            ops = compaction.reshape_ops(stored.document["content"], rules) if rules else []
+            paths = [op["path"] for op in ops]
+            if not ops or dry_run:
+                return stored, {"changed": False, "paths": paths, **({"ops": ops} if ops else {})}
+            try:
+                self._job_write(target, stored, _RESHAPE, ops, content_hash(ops))
+            except EtagMismatch:
+                stored = self._documents.load(target.ref) or stored
+                continue
+            return self._documents.load(target.ref) or stored, {"changed": True, "paths": paths}
+        return stored, {"changed": False, "paths": [], "yielded": True}
 
     # -- freshness -------------------------------------------------------------------
 
@@ -236,22 +278,12 @@ class CompactionService:
         self, target: Target, stored: StoredDocument, planned: freshness.Downgrade
     ) -> dict[str, Any]:
         base = stored.document["change_id"]
-        command = WriteCommand(
-            ref=target.ref,
-            profile_id=target.profile.profile_id,
-            binding_id=target.binding.binding_id,
-            precondition=Precondition(if_match=stored.etag),
-            idempotency_key=f"freshness:{base}",
-            fingerprint=content_hash([base, planned.paths]),  # proposed_at is the time of the run
-            reason="freshness_downgrade",
-            request_id=f"freshness-{base}",
-            evidence={"job": "freshness", "base_change_id": base},
-            confidence=1.0,
-            ops=parse_ops(planned.ops),
-            reason_codes=sorted(set(planned.why.values())),
+        codes = sorted(set(planned.why.values()))
+        step = _Step("freshness", freshness.FRESHNESS_CALLER, "freshness_downgrade", codes)
+        # proposed_at is the time of the run: the fingerprint leaves it out
+        return self._job_write(
+            target, stored, step, planned.ops, content_hash([base, planned.paths])
         )
-        caller = job_caller(freshness.FRESHNESS_CALLER, target.ref.tenant_id)
-        return self._documents.patch(caller, command)
 
     # -- the event digest --------------------------------------------------------------
 
@@ -317,6 +349,20 @@ class CompactionService:
         walker = Walker(self._blobs, self._clock, JOB, page_size=self._page_size)
         report = walker.run(visit, self._max_seconds)
         return {"job": JOB, **report.as_json(), "changed": changed}
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One of the job's writes: its name (its idempotency keys' and evidence's), caller,
+    audit reason and reason codes."""
+
+    name: str
+    caller_id: str
+    reason: str
+    reason_codes: list[str]
+
+
+_RESHAPE = _Step("reshape", COMPACTION_CALLER, "compaction", ["reshape_items"])
 
 
 class CompactionTrigger:

@@ -24,7 +24,6 @@ from memnet.domain.context_render import (
     Selected,
     apply_budget,
     dropped_entry,
-    render_text,
     response,
     routing_debug,
 )
@@ -114,10 +113,11 @@ class ContextService:
         selected, dropped = self._collect(profile, reader, decision)
         max_docs = request.max_docs or profile.context.default_max_docs
         budget = request.max_chars_total or profile.context.default_max_chars_total
-        kept, over = apply_budget(selected, max_docs, budget, request.render == "text")
-        result = response(decision, kept, dropped + over)
-        if request.render == "text":
-            result["rendered"] = render_text(kept)
+        rules = profile.context.rendering if request.render == "text" else None
+        budgeted = apply_budget(selected, max_docs, budget, rules)
+        result = response(decision, budgeted.kept, dropped + budgeted.dropped)
+        if budgeted.rendered is not None:
+            result["rendered"] = budgeted.rendered
         if request.debug and "debug" in caller.roles:
             result["routing_debug"] = routing_debug(decision)
         return result

@@ -168,7 +168,7 @@ def test_health_details_show_no_storage_paths(client: ApiClient, services: Servi
 @pytest.mark.parametrize(
     "raw",
     [
-        b'{"ops": [{"op": "add", "path": "/content/preferences/-", "value": "\\ud800"}]}',
+        b'{"ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": "\\ud800"}}]}',
         b'{"\\ud800": 1, "ops": []}',
         b'{"ops": [{"op": "add", "path": "/content/preferences/-", "value": NaN}]}',
         b'{"ops": [], "confidence": Infinity}',

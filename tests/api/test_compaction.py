@@ -31,7 +31,7 @@ def compact(services: Services, ref=PROJECT, **kw):  # type: ignore[no-untyped-d
 
 def test_a_document_over_its_targets_is_compacted_in_one_audited_change(services: Services):
     old = notes(40)
-    put(services, PROJECT, project([*old, dict(old[5]), "A note.", "a NOTE!"]))
+    put(services, PROJECT, project([*old, dict(old[5]), {"note": "A note."}, {"note": "a NOTE!"}]))
     before = len(history(services, PROJECT))
     status = compact(services)
     assert status["changed"] and status["within_targets"] and status["why_not"] == []
@@ -166,7 +166,9 @@ def test_live_writers_during_compaction_lose_nothing(services: Services):
     def writer(mine: list[dict[str, str]]) -> None:
         for item in mine:
             patch(
-                services, PROJECT, [{"op": "add", "path": "/content/recent_notes/-", "value": item}]
+                services,
+                PROJECT,
+                [{"op": "add", "path": "/content/recent_notes/-", "value": item}],
             )
 
     threads = [threading.Thread(target=writer, args=(mine,)) for mine in fresh]
@@ -185,7 +187,11 @@ def test_live_writers_during_compaction_lose_nothing(services: Services):
 def test_a_write_that_crosses_the_targets_queues_a_compaction(services: Services):
     put(services, PROJECT, project(notes(30)))
     item = notes(1, year=2027)[0]
-    patch(services, PROJECT, [{"op": "add", "path": "/content/recent_notes/-", "value": item}])
+    patch(
+        services,
+        PROJECT,
+        [{"op": "add", "path": "/content/recent_notes/-", "value": item}],
+    )
     messages = services.queue.receive(COMPACT_QUEUE)
     assert [json.loads(m.body) for m in messages] == [
         {"tenant_id": "t1", "user_id": "u1", "namespace": "projects", "path": "apollo.json"}
@@ -269,7 +275,9 @@ def test_a_failed_enqueue_never_fails_the_write(services: Services, monkeypatch,
     monkeypatch.setattr(services.queue, "send", unavailable)
     item = notes(1, year=2027)[0]
     reply = patch(
-        services, PROJECT, [{"op": "add", "path": "/content/recent_notes/-", "value": item}]
+        services,
+        PROJECT,
+        [{"op": "add", "path": "/content/recent_notes/-", "value": item}],
     )
     assert reply["body"]["etag"] and item in content(services, PROJECT)["recent_notes"]
     assert "after-commit hook failed" in caplog.text

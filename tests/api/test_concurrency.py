@@ -23,7 +23,7 @@ def _write_until_landed(client: ApiClient, note: str) -> int:
         reply = patch(
             client,
             tag,
-            [{"op": "add", "path": "/content/recent_notes/-", "value": note}],
+            [{"op": "add", "path": "/content/recent_notes/-", "value": {"note": note}}],
             key,
             url=URL,
         )
@@ -40,7 +40,7 @@ def test_hot_document_racing_writers_lose_nothing(client: ApiClient):
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda n: _write_until_landed(client, n), notes))
     document = client.request("GET", URL).data["document"]
-    assert sorted(document["content"]["recent_notes"]) == sorted(notes)
+    assert sorted(n["note"] for n in document["content"]["recent_notes"]) == sorted(notes)
     changes = client.request("GET", URL + ":history?limit=1000").data["changes"]
     pre_etags = [c["pre_etag"] for c in changes]
     assert len(set(pre_etags)) == len(pre_etags) == 25  # exactly one winner per ETag
@@ -58,7 +58,7 @@ def test_concurrent_requests_with_one_key_execute_once(client: ApiClient):
         reply = patch(
             client,
             tag,
-            [{"op": "add", "path": "/content/recent_notes/-", "value": "once"}],
+            [{"op": "add", "path": "/content/recent_notes/-", "value": {"note": "once"}}],
             "same-key",
             url=URL,
         )
@@ -69,4 +69,4 @@ def test_concurrent_requests_with_one_key_execute_once(client: ApiClient):
     assert all(s == 200 or (s, c) == (409, "IDEMPOTENCY_KEY_IN_PROGRESS") for s, c in results)
     assert results.count((200, None)) >= 1
     notes = client.request("GET", URL).data["document"]["content"]["recent_notes"]
-    assert notes == ["once"]
+    assert notes == [{"note": "once"}]

@@ -17,7 +17,7 @@ def create(
     key: str = "create-1",
     **body: Any,
 ) -> Reply:
-    ops = ops if ops is not None else [{"op": "add", "path": PREF, "value": "Be brief."}]
+    ops = ops if ops is not None else [{"op": "add", "path": PREF, "value": {"text": "Be brief."}}]
     return client.request(
         "PATCH", url, {"ops": ops, **body}, {"If-None-Match": "*", "Idempotency-Key": key}
     )
@@ -35,7 +35,7 @@ def test_create_with_if_none_match_applies_ops_to_the_initial_document(client: A
     reply = create(client)
     assert reply.status == 201
     document = reply.data["document"]
-    assert document["content"]["preferences"] == ["Be brief."]
+    assert document["content"]["preferences"] == [{"text": "Be brief."}]
     assert document["content"]["durable_facts"] == []
     assert document["updated_by"] == "dev-agent"
     assert reply.headers["etag"] == reply.data["etag"]
@@ -58,22 +58,28 @@ def test_patch_changes_etag_and_sets_updated_fields(client: ApiClient):
             {
                 "op": "replace",
                 "path": "/content/preferences/0",
-                "value": "Use concise, direct answers.",
+                "value": {"text": "Use concise, direct answers."},
             }
         ],
         "p-1",
     )
     assert reply.status == 200
     assert reply.data["etag"] != first["etag"]
-    assert reply.data["document"]["content"]["preferences"] == ["Use concise, direct answers."]
+    assert reply.data["document"]["content"]["preferences"] == [
+        {"text": "Use concise, direct answers."}
+    ]
     assert reply.data["document"]["created_at"] == first["document"]["created_at"]
     assert reply.data["document"]["doc_id"] == first["document"]["doc_id"]
 
 
 def test_stale_if_match_returns_412_with_latest_etag(client: ApiClient):
     first = create(client).data
-    second = patch(client, first["etag"], [{"op": "add", "path": PREF, "value": "x"}], "p-1")
-    stale = patch(client, first["etag"], [{"op": "add", "path": PREF, "value": "y"}], "p-2")
+    second = patch(
+        client, first["etag"], [{"op": "add", "path": PREF, "value": {"text": "x"}}], "p-1"
+    )
+    stale = patch(
+        client, first["etag"], [{"op": "add", "path": PREF, "value": {"text": "y"}}], "p-2"
+    )
     assert stale.status == 412
     assert stale.error_code == "ETAG_MISMATCH"
     assert stale.data["error"]["details"]["latest_etag"] == second.data["etag"]
@@ -98,21 +104,25 @@ def test_missing_idempotency_key_returns_400(client: ApiClient):
 
 def test_same_key_same_request_returns_stored_response_even_after_changes(client: ApiClient):
     first = create(client).data
-    ops = [{"op": "add", "path": PREF, "value": "x"}]
+    ops = [{"op": "add", "path": PREF, "value": {"text": "x"}}]
     original = patch(client, first["etag"], ops, "p-1")
-    patch(client, original.data["etag"], [{"op": "add", "path": PREF, "value": "y"}], "p-2")
+    patch(
+        client, original.data["etag"], [{"op": "add", "path": PREF, "value": {"text": "y"}}], "p-2"
+    )
     again = patch(client, first["etag"], ops, "p-1")
     assert again.status == 200
     assert again.data == original.data
     assert again.headers["idempotent-replayed"] == "true"
     prefs = client.request("GET", doc_url()).data["document"]["content"]["preferences"]
-    assert prefs == ["Be brief.", "x", "y"]
+    assert [p["text"] for p in prefs] == ["Be brief.", "x", "y"]
 
 
 def test_same_key_different_payload_returns_409(client: ApiClient):
     first = create(client).data
-    patch(client, first["etag"], [{"op": "add", "path": PREF, "value": "x"}], "p-1")
-    reused = patch(client, first["etag"], [{"op": "add", "path": PREF, "value": "z"}], "p-1")
+    patch(client, first["etag"], [{"op": "add", "path": PREF, "value": {"text": "x"}}], "p-1")
+    reused = patch(
+        client, first["etag"], [{"op": "add", "path": PREF, "value": {"text": "z"}}], "p-1"
+    )
     assert reused.status == 409 and reused.error_code == "IDEMPOTENCY_KEY_REUSED"
 
 
@@ -120,7 +130,9 @@ def test_failed_request_releases_its_key_for_a_corrected_retry(client: ApiClient
     first = create(client).data
     bad = patch(client, first["etag"], [{"op": "add", "path": "/content/nope", "value": 1}], "k")
     assert bad.status == 422
-    fixed = patch(client, first["etag"], [{"op": "add", "path": PREF, "value": "ok"}], "k")
+    fixed = patch(
+        client, first["etag"], [{"op": "add", "path": PREF, "value": {"text": "ok"}}], "k"
+    )
     assert fixed.status == 200
 
 

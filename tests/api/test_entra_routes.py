@@ -139,7 +139,7 @@ def test_a_valid_application_token_passes_authentication_on_every_route(
 def test_a_delegated_token_works_for_its_own_user(api: HttpClient, entra: LocalEntra):
     token = entra.mint({"scp": "Memory.Access", "oid": USER_OID, "roles": ["Memory.Write"]})
     url = f"/v1/tenants/t1/users/{USER_OID}/documents/user/user_dynamic.json"
-    ops = [{"op": "add", "path": "/content/preferences/-", "value": "Be brief."}]
+    ops = [{"op": "add", "path": "/content/preferences/-", "value": {"text": "Be brief."}}]
     headers = {"If-None-Match": "*", "Idempotency-Key": "k1"}
     reply = api.as_key(token).request("PATCH", url, {"ops": ops}, headers)
     assert reply.status == 201 and "document" not in reply.data  # no read role: no body

@@ -49,7 +49,7 @@ def seed(agent: ApiClient) -> None:
     notes = [
         {"note": "Both said so", "evidence": [C1, C2]},
         {"note": "Only conv-1", "evidence": [C1]},
-        "A plain note",
+        {"note": "A plain note"},
     ]
     ops = [{"op": "add", "path": "/content/recent_notes/-", "value": n} for n in notes]
     assert create(agent, PROJECT, ops, "notes").status == 201
@@ -93,7 +93,7 @@ def test_forgetting_a_conversation_removes_it_and_retracts_what_it_taught(
     facts = agent.request("GET", doc_url()).data["document"]["content"]["durable_facts"]
     assert facts == [fact("Lives in Porto", C2)]
     notes = agent.request("GET", PROJECT).data["document"]["content"]["recent_notes"]
-    assert notes == [{"note": "Both said so", "evidence": [C2]}, "A plain note"]
+    assert notes == [{"note": "Both said so", "evidence": [C2]}, {"note": "A plain note"}]
 
     counts = {kind: v["count"] for kind, v in receipt["deleted"].items()}
     assert counts == {"snapshots": 1, "replays": 1, "events": 2}

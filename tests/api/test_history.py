@@ -17,7 +17,7 @@ def history(client: ApiClient, url: str = doc_url(), query: str = ""):
 def test_folding_history_from_creation_reproduces_the_document(client: ApiClient, admin: ApiClient):
     tag = create(client).data["etag"]
     steps = [
-        ([{"op": "add", "path": PREF, "value": "two"}], {}),
+        ([{"op": "add", "path": PREF, "value": {"text": "two"}}], {}),
         (
             [{"op": "add", "path": "/content/durable_facts/-", "value": FACT}],
             {"confidence": 0.6, "evidence": {"message_ids": ["m2"]}},
@@ -37,7 +37,9 @@ def test_folding_history_from_creation_reproduces_the_document(client: ApiClient
 
 def test_history_records_spec_fields_and_derived_etags(client: ApiClient):
     first = create(client, evidence={"conversation_id": "c_1"}).data
-    second = patch(client, first["etag"], [{"op": "add", "path": PREF, "value": "x"}], "k2")
+    second = patch(
+        client, first["etag"], [{"op": "add", "path": PREF, "value": {"text": "x"}}], "k2"
+    )
     newest, oldest = history(client).data["changes"]
     assert newest["pre_etag"] == first["etag"] and newest["post_etag"] == second.data["etag"]
     assert oldest["pre_etag"] is None and oldest["post_etag"] == first["etag"]
@@ -60,7 +62,7 @@ def test_history_records_spec_fields_and_derived_etags(client: ApiClient):
 
 def test_admin_replace_is_folded_from_its_full_body(client: ApiClient, admin: ApiClient):
     tag = create(client).data["etag"]
-    content = {"preferences": ["only"], "durable_facts": [], "pending_confirmations": []}
+    content = {"preferences": [{"text": "only"}], "durable_facts": [], "pending_confirmations": []}
     reply = admin.request(
         "PUT", doc_url(), {"content": content}, {"If-Match": tag, "Idempotency-Key": "put"}
     )
@@ -87,9 +89,8 @@ def test_history_limit_is_bounded(client: ApiClient):
 def test_history_pages_with_next_before(client: ApiClient):
     tag = create(client).data["etag"]
     for i in range(4):
-        tag = patch(client, tag, [{"op": "add", "path": PREF, "value": str(i)}], f"k{i}").data[
-            "etag"
-        ]
+        ops = [{"op": "add", "path": PREF, "value": {"text": str(i)}}]
+        tag = patch(client, tag, ops, f"k{i}").data["etag"]
     everything = history(client).data["changes"]
     pages, query = [], "?limit=2"
     while True:

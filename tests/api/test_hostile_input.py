@@ -49,7 +49,9 @@ HUGE_BODIES = {
     "object of 60,000 members": {
         "ops": [{"op": "add", "path": PREF, "value": {f"k{i}": 0 for i in range(60_000)}}]
     },
-    "one string of 1,000,000 chars": {"ops": [{"op": "add", "path": PREF, "value": "x" * 10**6}]},
+    "one string of 1,000,000 chars": {
+        "ops": [{"op": "add", "path": PREF, "value": {"text": "x" * 10**6}}]
+    },
     "a test op of 500,000 values": {
         "ops": [{"op": "test", "path": "/content/preferences", "value": [1] * 500_000}]
     },
@@ -122,7 +124,9 @@ def test_repeated_patches_into_a_pending_candidate_stop_at_the_depth_limit(clien
     reply = patch(client, first.data["etag"], [{"op": "add", "path": deeper,
                                                  "value": _nested(30)}], "p1")  # fmt: skip
     assert reply.status == 422 and reply.error_code == "DOCUMENT_TOO_DEEP"
-    again = patch(client, first.data["etag"], [{"op": "add", "path": PREF, "value": "ok"}], "p2")
+    again = patch(
+        client, first.data["etag"], [{"op": "add", "path": PREF, "value": {"text": "ok"}}], "p2"
+    )
     assert again.status == 200  # the document stays patchable
 
 
@@ -180,8 +184,8 @@ def test_a_write_only_caller_may_not_send_ops_that_read(blind: ApiClient, op: st
 def test_a_patch_that_changes_nothing_creates_no_version(client: ApiClient):
     created = create(client).data
     unchanged = [
-        {"op": "test", "path": "/content/preferences/0", "value": "Be brief."},
-        {"op": "replace", "path": "/content/preferences/0", "value": "Be brief."},
+        {"op": "test", "path": "/content/preferences/0", "value": {"text": "Be brief."}},
+        {"op": "replace", "path": "/content/preferences/0", "value": {"text": "Be brief."}},
     ]
     reply = patch(client, created["etag"], unchanged, "noop")
     assert reply.status == 200 and reply.data["unchanged"] is True
@@ -299,9 +303,11 @@ def test_another_caller_who_uses_the_same_key_first_does_not_block_the_victim(
     first = create(admin, key="shared-key", ops=[])
     assert first.status == 201
     etag = first.data["etag"]
-    victim = patch(client, etag, [{"op": "add", "path": PREF, "value": "mine"}], "shared-key")
+    victim = patch(
+        client, etag, [{"op": "add", "path": PREF, "value": {"text": "mine"}}], "shared-key"
+    )
     assert victim.status == 200 and "idempotent-replayed" not in victim.headers
-    assert victim.data["document"]["content"]["preferences"] == ["mine"]
+    assert victim.data["document"]["content"]["preferences"] == [{"text": "mine"}]
 
 
 @pytest.mark.parametrize(
@@ -361,7 +367,7 @@ def test_a_new_proposal_before_stored_ones_does_not_recheck_them(client: ApiClie
 
 def test_a_write_only_caller_cannot_tell_a_right_guess_from_a_wrong_one(blind: ApiClient):
     etag = create(blind).data["etag"]
-    guess = [{"op": "replace", "path": "/content/preferences/0", "value": "Be brief."}]
+    guess = [{"op": "replace", "path": "/content/preferences/0", "value": {"text": "Be brief."}}]
     reply = patch(blind, etag, guess, "guess")  # the stored value: a right guess
     assert reply.status == 200 and set(reply.data) == {"etag"}
     assert reply.data["etag"] != etag  # written as any write would be

@@ -73,7 +73,9 @@ def test_each_etag_is_the_documents_get_etag_and_updated_at_moves_with_a_patch(c
         "updated_at": got.data["document"]["updated_at"],
         "binding_id": "user_dynamic",
     }
-    changed = patch(client, created["etag"], [{"op": "add", "path": PREF, "value": "x"}], "p2")
+    changed = patch(
+        client, created["etag"], [{"op": "add", "path": PREF, "value": {"text": "x"}}], "p2"
+    )
     (second,) = listing(client, "user").data["documents"]
     assert second["etag"] == changed.data["etag"] != first["etag"]
     assert second["updated_at"] == changed.data["document"]["updated_at"]
@@ -98,7 +100,7 @@ def test_another_users_and_another_tenants_documents_are_never_listed(client: Ap
 
 def test_history_audit_and_idempotency_blobs_are_not_listed(client: ApiClient):
     created = create(client).data
-    patch(client, created["etag"], [{"op": "add", "path": PREF, "value": "y"}], "p3")
+    patch(client, created["etag"], [{"op": "add", "path": PREF, "value": {"text": "y"}}], "p3")
     assert client.request("GET", doc_url() + ":history").data["changes"]
     reply = listing(client, "user")
     assert [d["path"] for d in reply.data["documents"]] == ["user_dynamic.json"]

@@ -151,7 +151,7 @@ def test_a_rebased_retry_with_its_key_replays_though_the_document_moved_on(agent
     """With rebase, If-Match is where to start, not a condition: the retry of a write whose
     client re-read the document in between is the same write (the MCP remember tool)."""
     url = "/v1/tenants/t1/users/u1/documents/user/user_dynamic.json"
-    add = {"op": "add", "path": "/content/preferences/-", "value": "tea"}
+    add = {"op": "add", "path": "/content/preferences/-", "value": {"text": "tea"}}
     created = agent.request(
         "PATCH", url, {"ops": [add]}, {"If-None-Match": "*", "Idempotency-Key": "c"}
     )
@@ -163,7 +163,10 @@ def test_a_rebased_retry_with_its_key_replays_though_the_document_moved_on(agent
         "PATCH", url, write, {"If-Match": applied.data["etag"], "Idempotency-Key": "w"}
     )
     assert again.status == 200 and again.headers.get("idempotent-replayed") == "true"
-    assert agent.request("GET", url).data["document"]["content"]["preferences"] == ["tea", "tea"]
+    assert agent.request("GET", url).data["document"]["content"]["preferences"] == [
+        {"text": "tea"},
+        {"text": "tea"},
+    ]
 
 
 def test_an_error_repeats_the_callers_input_bounded():
@@ -189,7 +192,7 @@ def test_an_unauthenticated_write_to_a_history_path_is_401_first(agent):
 def test_an_empty_if_match_is_the_same_request_as_none(agent):
     """The fingerprint hashes the precondition as applied, not the raw headers."""
     url = "/v1/tenants/t1/users/u1/documents/user/user_dynamic.json"
-    body = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": "x"}]}
+    body = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": "x"}}]}
     first = agent.request(
         "PATCH", url, body, {"If-Match": "", "If-None-Match": "*", "Idempotency-Key": "e"}
     )

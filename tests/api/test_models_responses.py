@@ -88,7 +88,7 @@ def agent(request: pytest.FixtureRequest, services: Services) -> Checked:
 
 def _documents(agent: Checked) -> None:
     url, admin = doc_url(), agent.as_key(ADMIN_KEY)
-    ops = [{"op": "add", "path": "/content/preferences/-", "value": "Short answers."}]
+    ops = [{"op": "add", "path": "/content/preferences/-", "value": {"text": "Short answers."}}]
     created = agent.request(
         "PATCH", url, {"ops": ops}, headers={"If-None-Match": "*", "Idempotency-Key": "k1"}
     )

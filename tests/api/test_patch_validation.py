@@ -15,7 +15,7 @@ from tests.api.test_documents import create, patch
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, doc_url, make_settings
 
-PREFS = [{"op": "add", "path": "/content/preferences/-", "value": v} for v in ("a", "b")]
+PREFS = [{"op": "add", "path": "/content/preferences/-", "value": {"text": v}} for v in ("a", "b")]
 STORED = "memnet/tenants/t1/users/u1/documents/user/user_dynamic.json"
 
 
@@ -28,11 +28,11 @@ def client(tmp_path: Path) -> Iterator[DirectClient]:
 
 def test_patch_of_a_validated_document_still_reports_its_own_violation(client: DirectClient):
     etag = create(client, ops=PREFS).data["etag"]
-    ops = [{"op": "replace", "path": "/content/preferences/1", "value": ""}]
+    ops = [{"op": "replace", "path": "/content/preferences/1", "value": {"text": ""}}]
     reply = patch(client, etag, ops, "k2")
     assert reply.status == 422 and reply.error_code == "SCHEMA_VIOLATION"
     assert [v["path"] for v in reply.data["error"]["details"]["violations"]] == [
-        "/content/preferences/1"
+        "/content/preferences/1/text"
     ]
 
 
@@ -45,7 +45,7 @@ def test_document_edited_in_place_is_validated_whole(client: DirectClient, tmp_p
         file.write(json.dumps(document, separators=(",", ":")).encode())
         file.truncate()
     assert client.request("GET", doc_url()).data["etag"] == etag
-    ops = [{"op": "replace", "path": "/content/preferences/1", "value": "c"}]
+    ops = [{"op": "replace", "path": "/content/preferences/1", "value": {"text": "c"}}]
     reply = patch(client, etag, ops, "k2")
     assert reply.status == 422 and reply.error_code == "SCHEMA_VIOLATION"
     assert [v["path"] for v in reply.data["error"]["details"]["violations"]] == [

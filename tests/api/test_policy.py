@@ -114,7 +114,7 @@ def test_max_chars_is_enforced_after_applying(client: ApiClient):
 def test_array_limit_is_enforced(client: ApiClient):
     tag = etag(client)
     for round_ in range(2):
-        ops = [{"op": "add", "path": PREF, "value": f"p{round_}-{i}"} for i in range(12)]
+        ops = [{"op": "add", "path": PREF, "value": {"text": f"p{round_}-{i}"}} for i in range(12)]
         reply = patch(client, tag, ops, f"k{round_}")
         tag = reply.data.get("etag", tag)
     assert reply.status == 422 and reply.error_code == "ARRAY_LIMIT_EXCEEDED"
@@ -185,15 +185,19 @@ def test_low_confidence_remove_of_durable_fact_is_refused(client: ApiClient):
 
 def test_non_durable_write_below_auto_apply_is_refused(client: ApiClient):
     reply = patch(
-        client, etag(client), [{"op": "add", "path": PREF, "value": "x"}], "k", confidence=0.5
+        client,
+        etag(client),
+        [{"op": "add", "path": PREF, "value": {"text": "x"}}],
+        "k",
+        confidence=0.5,
     )
     assert reply.status == 422 and reply.error_code == "CONFIDENCE_BELOW_THRESHOLD"
 
 
 def test_failed_test_op_is_422_patch_test_failed(client: ApiClient):
     ops = [
-        {"op": "test", "path": "/content/preferences/0", "value": "nope"},
-        {"op": "add", "path": PREF, "value": "x"},
+        {"op": "test", "path": "/content/preferences/0", "value": {"text": "nope"}},
+        {"op": "add", "path": PREF, "value": {"text": "x"}},
     ]
     reply = patch(client, etag(client), ops, "k")
     assert reply.status == 422 and reply.error_code == "PATCH_TEST_FAILED"

@@ -48,7 +48,7 @@ def metered(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ApiClien
 
 
 def patch(client: ApiClient, key: str, user: str = "u1") -> int:
-    ops = [{"op": "add", "path": "/content/preferences/-", "value": key}]
+    ops = [{"op": "add", "path": "/content/preferences/-", "value": {"text": key}}]
     headers = {"If-None-Match": "*", "Idempotency-Key": key}
     return client.request("PATCH", doc_url(user=user), {"ops": ops}, headers).status
 

@@ -16,7 +16,7 @@ URL = doc_url("projects/rebased.json")
 
 
 def note(text: str) -> list[dict[str, str]]:
-    return [{"op": "add", "path": "/content/recent_notes/-", "value": text}]
+    return [{"op": "add", "path": "/content/recent_notes/-", "value": {"note": text}}]
 
 
 def summary(text: str) -> list[dict[str, str]]:
@@ -28,7 +28,11 @@ def test_a_stale_append_is_rebased_onto_the_latest_version(client: ApiClient):
     latest = patch(client, stale, note("second"), "k2", url=URL).data["etag"]
     reply = patch(client, stale, note("third"), "k3", url=URL, rebase=True)
     assert reply.status == 200, reply.data
-    assert reply.data["document"]["content"]["recent_notes"] == ["first", "second", "third"]
+    assert reply.data["document"]["content"]["recent_notes"] == [
+        {"note": "first"},
+        {"note": "second"},
+        {"note": "third"},
+    ]
     head = client.request("GET", URL + ":history?limit=1").data["changes"][0]
     assert head["rebased_from"] == stale
     assert head["pre_etag"] == latest
@@ -61,7 +65,10 @@ def test_a_test_op_is_checked_again_on_the_latest_version(client: ApiClient):
     passing = [{"op": "test", "path": "/content/summary", "value": "one"}, *note("x")]
     reply = patch(client, stale, passing, "k4", url=URL, rebase=True)
     assert reply.status == 200
-    assert reply.data["document"]["content"]["recent_notes"] == ["meanwhile", "x"]
+    assert reply.data["document"]["content"]["recent_notes"] == [
+        {"note": "meanwhile"},
+        {"note": "x"},
+    ]
 
 
 def test_an_unknown_base_version_is_412(client: ApiClient):
@@ -75,7 +82,10 @@ def test_a_create_that_lost_to_another_create_is_rebased(client: ApiClient):
     create(client, URL, note("theirs"), key="c1")
     reply = create(client, URL, note("ours"), key="c2", rebase=True)
     assert reply.status == 200, reply.data
-    assert reply.data["document"]["content"]["recent_notes"] == ["theirs", "ours"]
+    assert reply.data["document"]["content"]["recent_notes"] == [
+        {"note": "theirs"},
+        {"note": "ours"},
+    ]
 
 
 def test_rebase_must_be_a_boolean(client: ApiClient):
@@ -99,7 +109,7 @@ def test_racing_rebased_appends_each_land_once(client: ApiClient):
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(write, notes))
     document = client.request("GET", URL).data["document"]
-    assert sorted(document["content"]["recent_notes"]) == sorted(notes)
+    assert sorted(n["note"] for n in document["content"]["recent_notes"]) == sorted(notes)
     changes = client.request("GET", URL + ":history?limit=1000").data["changes"]
     assert len({c["pre_etag"] for c in changes}) == len(changes) == 25
     assert fold(list(reversed(changes))) == document
@@ -122,7 +132,10 @@ def test_an_index_that_exists_only_because_of_a_later_append_is_412(client: ApiC
     reply = patch(client, stale, remove, "k3", url=URL, rebase=True)
     assert reply.status == 412
     assert reply.data["error"]["details"]["rebase"]["reason"].startswith("the index")
-    assert client.request("GET", URL).data["document"]["content"]["recent_notes"] == ["a", "b"]
+    assert client.request("GET", URL).data["document"]["content"]["recent_notes"] == [
+        {"note": "a"},
+        {"note": "b"},
+    ]
 
 
 def test_a_non_ascii_digit_in_a_rebased_path_is_422_not_500(client: ApiClient):

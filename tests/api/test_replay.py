@@ -114,7 +114,7 @@ def note(text: str) -> dict[str, Any]:
     return {
         "target_binding_id": "project_doc",
         "target_path": "alpha.json",
-        "ops": [{"op": "add", "path": "/content/recent_notes/-", "value": text}],
+        "ops": [{"op": "add", "path": "/content/recent_notes/-", "value": {"note": text}}],
         "confidence": 0.9,
         "evidence": {"message_ids": ["m1"]},
     }
@@ -225,7 +225,7 @@ def test_a_replay_writes_its_digest_and_governed_patches(setup, api):
     assert dynamic["pending_confirmations"][0]["candidate"]["fact"] == "Works in Lisbon"
     assert status["changes"][0]["redirected_ops"]
     project = api.request("GET", PROJECT).data["document"]["content"]
-    assert project["recent_notes"] == ["Chose Postgres"]
+    assert project["recent_notes"] == [{"note": "Chose Postgres"}]
     head = api.request("GET", PROJECT + ":history?limit=1").data["changes"][0]
     assert head["reason"] == "replay_update" and head["actor"] == "memnet-replay"
     assert head["evidence"] == {"snapshot_uri": REF.uri, "message_ids": ["m1"]}
@@ -324,7 +324,9 @@ def test_duplicate_messages_replay_once(setup, api):
     services.replay.handle_message(message)
     drain(services)
     assert extractor.calls == 1
-    assert api.request("GET", PROJECT).data["document"]["content"]["recent_notes"] == ["once"]
+    assert api.request("GET", PROJECT).data["document"]["content"]["recent_notes"] == [
+        {"note": "once"}
+    ]
 
 
 def test_the_blob_trigger_replays_a_snapshot_written_straight_to_storage(setup, api):
@@ -362,7 +364,7 @@ def live_write_while_extracting(
 
 def test_a_commuting_conflict_is_rebased_onto_the_latest_version(setup, api):
     services, extractor = setup
-    op = {"op": "add", "path": "/content/recent_notes/-", "value": "live"}
+    op = {"op": "add", "path": "/content/recent_notes/-", "value": {"note": "live"}}
     shown = live_write_while_extracting(api, extractor, op)
     extractor.output = lambda r: {"patches": [note("replayed")]}
     upload(api, transcript("x", project_hint="alpha"))
@@ -371,7 +373,7 @@ def test_a_commuting_conflict_is_rebased_onto_the_latest_version(setup, api):
     assert status["status"] == "applied"
     assert status["changes"][0]["rebased_from"] == shown
     notes = api.request("GET", PROJECT).data["document"]["content"]["recent_notes"]
-    assert notes == ["live", "replayed"]
+    assert notes == [{"note": "live"}, {"note": "replayed"}]
 
 
 def park_one(api: ApiClient, services: Services, extractor: ScriptedExtractor) -> None:
@@ -392,7 +394,7 @@ def test_a_conflict_is_parked_retried_with_backoff_then_left_for_review(setup, a
     assert entry["conflict"]["path"] == "/content/summary"
     assert [c["patch_index"] for c in status["changes"]] == [1]
     content = api.request("GET", PROJECT).data["document"]["content"]
-    assert content["summary"] == "live" and content["recent_notes"] == ["fine"]
+    assert content["summary"] == "live" and content["recent_notes"] == [{"note": "fine"}]
     admin = api.as_key(ADMIN_KEY)
     listed = admin.request("GET", "/v1/tenants/t1/users/u1/replays/unresolved").data
     assert [r["replay_id"] for r in listed["replays"]] == [REF.replay_id]
@@ -524,7 +526,9 @@ def test_a_second_planner_that_fails_does_not_fail_an_applied_replay(setup, api)
     drain(services)
     status = api.request("GET", SNAP + "/replay").data
     assert status["status"] == "applied" and status["error"] is None
-    assert api.request("GET", PROJECT).data["document"]["content"]["recent_notes"] == ["first plan"]
+    assert api.request("GET", PROJECT).data["document"]["content"]["recent_notes"] == [
+        {"note": "first plan"}
+    ]
 
 
 def test_a_sealed_blob_that_is_no_transcript_fails_the_replay_it_does_not_poison(setup, api):

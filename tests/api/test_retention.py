@@ -99,7 +99,9 @@ def populate(world: World) -> str:
     client = world.client
     etag = create(client).data["etag"]
     for i in range(2):
-        reply = patch(client, etag, [{"op": "add", "path": PREF, "value": f"p{i}"}], f"k{i}")
+        reply = patch(
+            client, etag, [{"op": "add", "path": PREF, "value": {"text": f"p{i}"}}], f"k{i}"
+        )
         etag = reply.data["etag"]
     for i in range(2):
         assert post(client, event(digest=f"digest {i}"), f"e{i}").status in (200, 201)
@@ -163,12 +165,14 @@ def test_history_after_audit_expiry_reads_the_retained_part_and_patches_still_wo
     world.sweep()
     page = world.client.request("GET", doc_url() + ":history").data
     assert (page["changes"], page.get("truncated")) == ([], True)
-    first = patch(world.client, etag, [{"op": "add", "path": PREF, "value": "new"}], "late")
+    first = patch(
+        world.client, etag, [{"op": "add", "path": PREF, "value": {"text": "new"}}], "late"
+    )
     assert first.status == 200, first.data
     rebased = world.client.request(
         "PATCH",
         doc_url(),
-        {"ops": [{"op": "add", "path": PREF, "value": "rebased"}], "rebase": True},
+        {"ops": [{"op": "add", "path": PREF, "value": {"text": "rebased"}}], "rebase": True},
         {"If-Match": etag, "Idempotency-Key": "late-2"},
     )
     assert rebased.status == 200, rebased.data
@@ -176,20 +180,22 @@ def test_history_after_audit_expiry_reads_the_retained_part_and_patches_still_wo
     assert [c["idempotency_key_sha256"] is not None for c in page["changes"]] == [True, True]
     assert page["truncated"] is True
     prefs = rebased.data["document"]["content"]["preferences"]
-    assert prefs[-2:] == ["new", "rebased"]
+    assert prefs[-2:] == [{"text": "new"}, {"text": "rebased"}]
 
 
 def test_a_rebase_onto_a_version_past_the_horizon_is_refused(start: Start) -> None:
     world = start()
     client = world.client
     old = create(client).data["etag"]
-    etag = patch(client, old, [{"op": "add", "path": PREF, "value": "x"}], "k").data["etag"]
+    etag = patch(client, old, [{"op": "add", "path": PREF, "value": {"text": "x"}}], "k").data[
+        "etag"
+    ]
     world.at_day(400)
     world.sweep()
     reply = client.request(
         "PATCH",
         doc_url(),
-        {"ops": [{"op": "add", "path": PREF, "value": "y"}], "rebase": True},
+        {"ops": [{"op": "add", "path": PREF, "value": {"text": "y"}}], "rebase": True},
         {"If-Match": old, "Idempotency-Key": "late"},
     )
     assert reply.status == 412 and reply.data["error"]["details"]["latest_etag"] == etag

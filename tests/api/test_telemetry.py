@@ -88,10 +88,10 @@ def test_each_patch_outcome_is_counted_once_with_its_binding(local: Services, re
     client = DirectClient(AGENT_KEY)
     first = create(client, key="k1")
     assert create(client, key="k1").status == 201  # the stored response again
-    other = [{"op": "add", "path": "/content/preferences/-", "value": "Other."}]
+    other = [{"op": "add", "path": "/content/preferences/-", "value": {"text": "Other."}}]
     assert create(client, ops=other, key="k1").status == 409
     assert patch(client, '"stale"', [], "k2").status == 412
-    ops = [{"op": "replace", "path": "/content/preferences/0", "value": ""}]
+    ops = [{"op": "replace", "path": "/content/preferences/0", "value": {"text": ""}}]
     assert patch(client, first.data["etag"], ops, "k3").status == 422
     fact = [{"op": "add", "path": "/content/durable_facts/-", "value": FACT}]
     evidence = {"message_ids": ["m1"]}

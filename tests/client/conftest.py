@@ -59,7 +59,9 @@ def privacy(http_server: str, services: Services) -> Iterator[MemnetClient]:
 
 def append_preference(text: str) -> Any:
     """A ``change`` for ``update``: append one preference (commutes with other appends)."""
-    return lambda content: [{"op": "add", "path": "/content/preferences/-", "value": text}]
+    return lambda content: [
+        {"op": "add", "path": "/content/preferences/-", "value": {"text": text}}
+    ]
 
 
 class Recording(httpx.BaseTransport):

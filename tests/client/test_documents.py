@@ -18,7 +18,7 @@ from memnet_client.errors import ApiError, ServerError, ServiceUnavailable, erro
 from tests.client.conftest import connect
 
 DYNAMIC = ("user", "user_dynamic.json")
-ADD = [{"op": "add", "path": "/content/preferences/-", "value": "Use concise answers."}]
+ADD = [{"op": "add", "path": "/content/preferences/-", "value": {"text": "Use concise answers."}}]
 
 
 def test_patch_without_etag_creates_and_get_returns_content_and_etag(memnet: MemnetClient):
@@ -26,14 +26,14 @@ def test_patch_without_etag_creates_and_get_returns_content_and_etag(memnet: Mem
     assert created.created and created.document is not None
     read = memnet.get_document(*DYNAMIC)
     assert read.etag == created.etag
-    assert read.content["preferences"] == ["Use concise answers."]
+    assert read.content["preferences"] == [{"text": "Use concise answers."}]
     assert read.change_id and read.change_id.startswith("chg_")
     assert read.schema_id == "memory.user.dynamic" and read.raw["etag"] == read.etag
 
 
 def test_patch_with_etag_updates_and_history_lists_both_changes(memnet: MemnetClient):
     first = memnet.patch_document(*DYNAMIC, ADD, etag=None)
-    more = [{"op": "add", "path": "/content/preferences/-", "value": "No emojis."}]
+    more = [{"op": "add", "path": "/content/preferences/-", "value": {"text": "No emojis."}}]
     second = memnet.patch_document(*DYNAMIC, more, etag=first.etag, confidence=0.9)
     assert not second.created and second.etag != first.etag
     history = memnet.get_history(*DYNAMIC, limit=1)
@@ -45,18 +45,22 @@ def test_patch_with_etag_updates_and_history_lists_both_changes(memnet: MemnetCl
 
 def test_patch_that_changes_nothing_says_unchanged(memnet: MemnetClient):
     first = memnet.patch_document(*DYNAMIC, ADD, etag=None)
-    test_op = [{"op": "test", "path": "/content/preferences/0", "value": "Use concise answers."}]
+    test_op = [
+        {"op": "test", "path": "/content/preferences/0", "value": {"text": "Use concise answers."}}
+    ]
     again = memnet.patch_document(*DYNAMIC, test_op, etag=first.etag)
     assert again.unchanged and again.etag == first.etag
 
 
 def test_admin_puts_whole_content(admin: MemnetClient):
-    content = {"preferences": ["a"], "durable_facts": [], "pending_confirmations": []}
+    content = {"preferences": [{"text": "a"}], "durable_facts": [], "pending_confirmations": []}
     created = admin.put_document(*DYNAMIC, {**content, "projects_index": []}, etag=None)
     replaced = admin.put_document(
-        *DYNAMIC, {**content, "projects_index": [], "preferences": ["b"]}, etag=created.etag
+        *DYNAMIC,
+        {**content, "projects_index": [], "preferences": [{"text": "b"}]},
+        etag=created.etag,
     )
-    assert admin.get_document(*DYNAMIC).content["preferences"] == ["b"]
+    assert admin.get_document(*DYNAMIC).content["preferences"] == [{"text": "b"}]
     assert replaced.etag != created.etag
 
 

@@ -36,7 +36,11 @@ def test_the_first_session_of_the_guide(http_server: str, services: object):
             keywords=["latency"],
             project_ids=["project-alpha"],
         )
-        op = {"op": "add", "path": "/content/preferences/-", "value": "Prefers concise answers."}
+        op = {
+            "op": "add",
+            "path": "/content/preferences/-",
+            "value": {"text": "Prefers concise answers."},
+        }
         alice.update("user", "user_dynamic.json", lambda content: [op])
         hits = alice.search_events("latency", top_k=5)
         assert [hit.event.digest for hit in hits] == [

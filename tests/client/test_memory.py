@@ -18,7 +18,7 @@ def test_context_lists_documents_with_etags_and_dropped_bindings(memnet: MemnetC
     [entry] = [d for d in context.documents if d.binding_id == "user_dynamic"]
     assert (entry.namespace, entry.path) == DYNAMIC
     assert entry.document.etag == written.etag
-    assert entry.document.content["preferences"] == ["Be brief."]
+    assert entry.document.content["preferences"] == [{"text": "Be brief."}]
     assert {d["binding_id"] for d in context.dropped_bindings} >= {"user_static"}
     assert context.rendered and "user_dynamic" in context.rendered
 

@@ -18,7 +18,7 @@ from tests.client.conftest import FAST, Recording, connect, install
 from tests.conftest import ADMIN_KEY, AGENT_KEY
 
 DYNAMIC = ("user", "user_dynamic.json")
-ADD = [{"op": "add", "path": "/content/preferences/-", "value": "Be brief."}]
+ADD = [{"op": "add", "path": "/content/preferences/-", "value": {"text": "Be brief."}}]
 
 
 class LoseFirstWriteResponse(httpx.BaseTransport):
@@ -68,7 +68,7 @@ def test_a_lost_patch_is_retried_and_applied_once(lossy, memnet: MemnetClient):
     client, transport = lossy
     result = client.patch_document(*DYNAMIC, ADD, etag=None)
     assert result.replayed and len(transport.writes) == 2
-    assert memnet.get_document(*DYNAMIC).content["preferences"] == ["Be brief."]
+    assert memnet.get_document(*DYNAMIC).content["preferences"] == [{"text": "Be brief."}]
     assert len(memnet.get_history(*DYNAMIC).changes) == 1
 
 

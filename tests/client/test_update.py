@@ -42,7 +42,7 @@ def in_threads(count: int, work: Callable[[int], None]) -> None:
 def test_update_creates_a_missing_document(memnet: MemnetClient):
     result = memnet.update(*DYNAMIC, append_preference("Be brief."))
     assert result.created
-    assert memnet.get_document(*DYNAMIC).content["preferences"] == ["Be brief."]
+    assert memnet.get_document(*DYNAMIC).content["preferences"] == [{"text": "Be brief."}]
 
 
 def test_update_with_no_ops_writes_nothing(memnet: MemnetClient):
@@ -61,7 +61,7 @@ def test_concurrent_appends_all_land(memnet: MemnetClient):
             memnet.update(*DYNAMIC, append_preference(f"w{n}-{i}"), max_attempts=50)
 
     in_threads(2, writer)
-    preferences = memnet.get_document(*DYNAMIC).content["preferences"]
+    preferences = [p["text"] for p in memnet.get_document(*DYNAMIC).content["preferences"]]
     assert sorted(preferences) == sorted(
         ["start"] + [f"w{n}-{i}" for n in (0, 1) for i in range(6)]
     )
@@ -77,7 +77,7 @@ def test_concurrent_pure_appends_with_rebase_all_land(memnet: MemnetClient):
             memnet.update(*DYNAMIC, append_preference(f"w{n}-{i}"), rebase=True)
 
     in_threads(2, writer)
-    preferences = memnet.get_document(*DYNAMIC).content["preferences"]
+    preferences = [p["text"] for p in memnet.get_document(*DYNAMIC).content["preferences"]]
     assert sorted(preferences) == sorted(
         ["start"] + [f"w{n}-{i}" for n in (0, 1) for i in range(6)]
     )
@@ -88,9 +88,10 @@ def add_once(text: str, before: Callable[[], None] = lambda: None) -> Any:
     seen: list[list[str]] = []
 
     def change(content: Any) -> list[dict[str, Any]]:
-        seen.append(list(content["preferences"]))
+        texts = [item["text"] for item in content["preferences"]]
+        seen.append(texts)
         before()
-        return [] if text in content["preferences"] else append_preference(text)(content)
+        return [] if text in texts else append_preference(text)(content)
 
     change.seen = seen  # type: ignore[attr-defined]
     return change
@@ -104,7 +105,10 @@ def test_a_concurrent_write_makes_change_run_again_on_the_latest_content(
     change = add_once("tea", before=lambda: next(other, lambda: None)())
     result = memnet.update(*DYNAMIC, change)
     assert change.seen == [["coffee"], ["coffee", "tea"]] and result.unchanged
-    assert memnet.get_document(*DYNAMIC).content["preferences"] == ["coffee", "tea"]
+    assert memnet.get_document(*DYNAMIC).content["preferences"] == [
+        {"text": "coffee"},
+        {"text": "tea"},
+    ]
 
 
 def test_concurrent_increments_lose_nothing(memnet: MemnetClient):

@@ -79,7 +79,7 @@ def extraction_request(profile: Profile, transcript: Any = None) -> ExtractionRe
     project = profile.binding("project_doc")
     assert project is not None
     user = {
-        "preferences": ["Short answers."],
+        "preferences": [{"text": "Short answers."}],
         "durable_facts": [
             {
                 "fact": "The user works at Contoso.",

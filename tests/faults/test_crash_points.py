@@ -109,7 +109,7 @@ def test_crash_between_writes_of_a_patch_loses_nothing(tmp_path: Path, crash_bef
     start(tmp_path)
     tag = create(client).data["etag"]
     start(tmp_path, crash_before)
-    ops = [{"op": "add", "path": PREF, "value": "exactly once"}]
+    ops = [{"op": "add", "path": PREF, "value": {"text": "exactly once"}}]
     with pytest.raises(SimulatedCrash):
         patch(client, tag, ops, "retry-me")
 
@@ -118,7 +118,7 @@ def test_crash_between_writes_of_a_patch_loses_nothing(tmp_path: Path, crash_bef
     retried = patch(client, tag, ops, "retry-me")
     assert retried.status == 200, retried.data
     prefs = client.request("GET", doc_url()).data["document"]["content"]["preferences"]
-    assert prefs == ["Be brief.", "exactly once"]
+    assert prefs == [{"text": "Be brief."}, {"text": "exactly once"}]
     assert len(committed_history_matches_document(client)) == 2
     swept = services.documents.sweep_orphans("t1", "u1", timedelta(0))
     assert len(swept) == (1 if crash_before == 3 else 0)  # audit written, document not
@@ -143,7 +143,7 @@ def test_recent_orphans_are_kept_for_writes_still_in_flight(tmp_path: Path):
     tag = create(client).data["etag"]
     start(tmp_path, crash_before=3)
     with pytest.raises(SimulatedCrash):
-        patch(client, tag, [{"op": "add", "path": PREF, "value": "x"}], "k")
+        patch(client, tag, [{"op": "add", "path": PREF, "value": {"text": "x"}}], "k")
     services = start(tmp_path)
     assert services.documents.sweep_orphans("t1", "u1", timedelta(minutes=5)) == []
     assert len(services.documents.sweep_orphans("t1", "u1", timedelta(0))) == 1
@@ -165,7 +165,7 @@ def test_storage_outage_is_503_and_the_retry_with_the_same_key_succeeds(tmp_path
     settings = replace(make_settings(tmp_path), idempotency_lease_seconds=30)
     flaky = FlakyBlobStore(FileBlobStore(tmp_path, settings.blob_container), crash_before=3)
     bootstrap.install(bootstrap.build(settings, blobs=flaky))
-    ops = [{"op": "add", "path": PREF, "value": "after outage"}]
+    ops = [{"op": "add", "path": PREF, "value": {"text": "after outage"}}]
     reply = patch(client, tag, ops, "k")
     assert reply.status == 503 and reply.error_code == "DEPENDENCY_UNAVAILABLE"
     assert reply.headers["retry-after"] == "1"

@@ -28,7 +28,7 @@ from tests.conftest import AGENT_KEY, doc_url, make_settings
 # each with two fsyncs (the file, then its directory after the rename).
 FSYNCS_PER_PATCH = 8
 DOCUMENT_RENAMED_AFTER = 5  # fsyncs before the document's new version takes its name
-OPS = [{"op": "add", "path": PREF, "value": "written once"}]
+OPS = [{"op": "add", "path": PREF, "value": {"text": "written once"}}]
 
 
 class FailingDisk:
@@ -115,6 +115,9 @@ def test_fsync_failing_at_any_point_of_a_patch_acknowledges_nothing(
 
 def assert_applied_once(client: DirectClient) -> None:
     document, changes = state(client)
-    assert document["document"]["content"]["preferences"] == ["Be brief.", "written once"]
+    assert document["document"]["content"]["preferences"] == [
+        {"text": "Be brief."},
+        {"text": "written once"},
+    ]
     assert fold(list(reversed(changes))) == document["document"]
     assert len(changes) == 2

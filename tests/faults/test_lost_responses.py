@@ -58,7 +58,7 @@ def consistent(client: DirectClient) -> list[str]:
     current = client.request("GET", doc_url()).data
     changes = client.request("GET", doc_url() + ":history").data["changes"]
     assert fold(list(reversed(changes))) == current["document"]
-    return list(current["document"]["content"]["preferences"])
+    return [item["text"] for item in current["document"]["content"]["preferences"]]
 
 
 def losing(tmp_path: Path, part: str, error: Callable[[str], Exception]) -> LosingBlobStore:
@@ -70,7 +70,7 @@ def test_lost_response_on_document_write_is_a_success_not_a_412(tmp_path: Path):
     start(tmp_path)
     tag = create(client).data["etag"]
     start(tmp_path, losing(tmp_path, DOCUMENT, PreconditionFailed))
-    reply = patch(client, tag, [{"op": "add", "path": PREF, "value": "once"}], "k")
+    reply = patch(client, tag, [{"op": "add", "path": PREF, "value": {"text": "once"}}], "k")
     assert reply.status == 200, reply.data
     assert consistent(client) == ["Be brief.", "once"]
 
@@ -80,9 +80,9 @@ def test_timeout_after_document_write_settles_to_the_stored_response(tmp_path: P
     start(tmp_path)
     tag = create(client).data["etag"]
     start(tmp_path, losing(tmp_path, DOCUMENT, lambda n: StorageUnavailable(n)))
-    reply = patch(client, tag, [{"op": "add", "path": PREF, "value": "once"}], "k")
+    reply = patch(client, tag, [{"op": "add", "path": PREF, "value": {"text": "once"}}], "k")
     assert reply.status == 200, reply.data  # settled at once: the change is on the chain
-    again = patch(client, tag, [{"op": "add", "path": PREF, "value": "once"}], "k")
+    again = patch(client, tag, [{"op": "add", "path": PREF, "value": {"text": "once"}}], "k")
     assert again.status == 200 and again.headers["idempotent-replayed"] == "true"
     assert consistent(client) == ["Be brief.", "once"]
 
@@ -115,7 +115,7 @@ def test_unknown_outcome_keeps_the_key_so_the_retry_is_never_a_412(tmp_path: Pat
     tag = create(client).data["etag"]
     store = Unreachable(FileBlobStore(tmp_path))
     start(tmp_path, store)
-    ops = [{"op": "add", "path": PREF, "value": "once"}]
+    ops = [{"op": "add", "path": PREF, "value": {"text": "once"}}]
     assert patch(client, tag, ops, "k").status == 503
     store.down = False
     retried = patch(client, tag, ops, "k")
@@ -128,7 +128,7 @@ def test_lost_response_on_the_idempotency_claim_is_recognised(tmp_path: Path):
     start(tmp_path)
     tag = create(client).data["etag"]
     start(tmp_path, losing(tmp_path, "/idempotency/", PreconditionFailed))
-    reply = patch(client, tag, [{"op": "add", "path": PREF, "value": "once"}], "k")
+    reply = patch(client, tag, [{"op": "add", "path": PREF, "value": {"text": "once"}}], "k")
     assert reply.status == 200, reply.data
     assert consistent(client) == ["Be brief.", "once"]
 
@@ -138,6 +138,6 @@ def test_lost_response_on_the_audit_write_is_recognised(tmp_path: Path):
     start(tmp_path)
     tag = create(client).data["etag"]
     start(tmp_path, losing(tmp_path, "/audit/", PreconditionFailed))
-    reply = patch(client, tag, [{"op": "add", "path": PREF, "value": "once"}], "k")
+    reply = patch(client, tag, [{"op": "add", "path": PREF, "value": {"text": "once"}}], "k")
     assert reply.status == 200, reply.data
     assert consistent(client) == ["Be brief.", "once"]

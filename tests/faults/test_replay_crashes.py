@@ -51,7 +51,13 @@ class FixedExtractor:
                 {
                     "target_binding_id": "project_doc",
                     "target_path": "alpha.json",
-                    "ops": [{"op": "add", "path": "/content/recent_notes/-", "value": "Postgres"}],
+                    "ops": [
+                        {
+                            "op": "add",
+                            "path": "/content/recent_notes/-",
+                            "value": {"note": "Postgres"},
+                        }
+                    ],
                     "confidence": 0.9,
                     "evidence": evidence,
                 },
@@ -117,7 +123,7 @@ def check_outcome(services: Services) -> None:
     notes = json.loads(
         services.blobs.read("tenants/t1/users/u1/documents/projects/alpha.json").data
     )["content"]["recent_notes"]
-    assert notes == ["Postgres"]
+    assert notes == [{"note": "Postgres"}]
 
 
 def test_a_clean_replay_counts_its_writes(tmp_path: Path):

@@ -77,13 +77,13 @@ def test_a_write_that_died_after_its_document_past_the_horizon_replays_without_a
     etag = populate(world)
     world.at_day(400)
     world.sweep()
-    ops = [{"op": "add", "path": PREF, "value": "late"}]
+    ops = [{"op": "add", "path": PREF, "value": {"text": "late"}}]
     store.mutations, store.crash_before = 0, 4  # claim, audit, document, then complete dies
     with contextlib.suppress(SimulatedCrash):
         patch(world.client, etag, ops, "dies")
     store.crash_before = 0
     latest = world.client.request("GET", doc_url()).data["etag"]
-    other = [{"op": "add", "path": PREF, "value": "other"}]
+    other = [{"op": "add", "path": PREF, "value": {"text": "other"}}]
     assert patch(world.client, latest, other, "other").status == 200
     retried = patch(world.client, etag, ops, "dies")
     assert retried.status == 200, retried.data

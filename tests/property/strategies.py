@@ -344,12 +344,13 @@ evidence = st.fixed_dictionaries(
         "message_ids": st.lists(texts(max_size=10), max_size=3),
     },
 )
-preference = st.one_of(
-    texts(1, 60),
+preference = mostly(  # now and then the old shape, a bare string, which the schema refuses
     st.fixed_dictionaries(
         {"text": texts(1, 60)},
         optional={"topic": texts(max_size=20), "last_verified_at": good_timestamps()},
     ),
+    texts(1, 60),
+    odds=4,
 )
 fact = st.fixed_dictionaries(
     {
@@ -384,11 +385,12 @@ facet_name = mostly(
     st.one_of(spellings("secrets"), spellings("credentials"), st.just("secrets")),
     odds=4,
 )
-note = st.one_of(
-    texts(1, 60),
+note = mostly(  # now and then the old shape, a bare string, which the schema refuses
     st.fixed_dictionaries(
         {"note": texts(1, 60)}, optional={"at": good_timestamps(), "extra": json_values()}
     ),
+    texts(1, 60),
+    odds=4,
 )
 profile_value = st.one_of(texts(max_size=40), st.integers(), st.booleans(), st.floats(0, 10))
 

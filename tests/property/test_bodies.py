@@ -73,7 +73,11 @@ ENDPOINTS = {
             "agent",
             "PATCH",
             lambda t: t.url,
-            {"ops": [{"op": "add", "path": "/content/preferences/-", "value": "Be brief."}]},
+            {
+                "ops": [
+                    {"op": "add", "path": "/content/preferences/-", "value": {"text": "Be brief."}}
+                ]
+            },
             precondition=True,
         ),
         Endpoint(
@@ -81,7 +85,13 @@ ENDPOINTS = {
             "admin",
             "PUT",
             lambda t: t.url,
-            {"content": {"preferences": ["x"], "durable_facts": [], "pending_confirmations": []}},
+            {
+                "content": {
+                    "preferences": [{"text": "x"}],
+                    "durable_facts": [],
+                    "pending_confirmations": [],
+                }
+            },
             precondition=True,
         ),
         Endpoint(
@@ -132,7 +142,7 @@ def prepared(harness: Harness, target: Target = USER_DYNAMIC) -> tuple[Target, s
         harness.agent,
         "PATCH",
         target.url,
-        {"ops": [{"op": "add", "path": "/content/preferences/-", "value": "seed"}]}
+        {"ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": "seed"}}]}
         if target.binding_id == "user_dynamic"
         else {"ops": []},
         {"If-None-Match": "*", "Idempotency-Key": "seed"},

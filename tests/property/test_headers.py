@@ -20,7 +20,7 @@ from tests.property.strategies import (
 )
 from tests.property.test_bodies import prepared
 
-BODY = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": "headers"}]}
+BODY = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": "headers"}}]}
 
 
 @given(

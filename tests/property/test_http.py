@@ -42,7 +42,7 @@ from tests.property.strategies import (
 from tests.property.test_bodies import prepared
 
 Header = tuple[str, str]
-BODY = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": "over http"}]}
+BODY = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": "over http"}}]}
 
 
 @dataclass

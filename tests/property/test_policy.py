@@ -107,7 +107,7 @@ def test_a_write_only_caller_never_gets_the_document_back(
     harness: Harness, values: list[Any], extras: dict[str, Any]
 ) -> None:
     target = harness.fresh(USER_DYNAMIC)
-    seed = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": CANARY}]}
+    seed = {"ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": CANARY}}]}
     created = harness.call(
         harness.agent, "PATCH", target.url, seed, {"If-None-Match": "*", "Idempotency-Key": "s"}
     )
@@ -158,7 +158,7 @@ def test_chained_ops_never_build_a_document_the_api_cannot_take_back(
     if reply.status >= 300:
         return  # refused: fine, as long as it was a 4xx (call() checks that)
     harness.assert_committed(target, reply)
-    another = item if section == "pending_confirmations" else "next"
+    another = item if section == "pending_confirmations" else {"note": "next"}
     follow = [{"op": "add", "path": f"/content/{section}/-", "value": another}]
     again = harness.call(
         harness.agent,

@@ -204,3 +204,34 @@ def test_sensitivity_rules_name_known_classes_and_bindings(profiles: Path):
     assert refused_field(profiles, lambda raw: raw.update(sensitivity_rules=bad_binding)) == (
         "/sensitivity_rules/sections/ghost"
     )
+
+
+def test_a_replay_rule_writing_another_item_shape_stops_startup(profiles: Path):
+    """Every writer the profile configures writes its section's one shape: a rule whose
+    value is a bare string, where the schema wants ``{"text": ...}``, never loads."""
+
+    def change(raw: dict) -> None:  # type: ignore[type-arg]
+        [rule] = [r for r in raw["replay_rules"]["statements"] if r["id"] == "preference"]
+        rule["value"] = "Prefers {text}"
+
+    assert refused_field(profiles, change).startswith("/replay_rules/statements/2")
+
+
+def test_rendering_and_reshaping_rules_are_checked_at_load(profiles: Path):
+    for change, field in (
+        (
+            lambda raw: raw["context_rules"].update(rendering={"text_fields": "text"}),
+            "/context_rules/rendering/text_fields",
+        ),
+        (
+            lambda raw: raw["context_rules"].update(rendering={"omit": ["evidence"]}),
+            "/context_rules/rendering",
+        ),
+        (
+            lambda raw: raw["compaction_rules"]["user_dynamic"]["sections"]["/preferences"].update(
+                string_items_as=""
+            ),
+            "/compaction_rules/user_dynamic/sections//preferences/string_items_as",
+        ),
+    ):
+        assert refused_field(profiles, change) == field

@@ -82,7 +82,12 @@ REMEMBER = ToolSpec(
             "string",
             "Where the item goes in that document, a JSON Pointer (e.g. /preferences/-).",
         ),
-        ToolProperty("memory_value", "object", "The item itself, as the document's schema has it."),
+        ToolProperty(
+            "memory_value",
+            "object",
+            "The item itself, in the shape the document's schema gives its section "
+            '(e.g. {"text": "Prefers tabs"}).',
+        ),
         ToolProperty("pending", "boolean", "Propose the item for confirmation instead."),
         ToolProperty("confidence", "number", "How sure the agent is of the item, 0-1."),
         ToolProperty("conversation_id", "string", "The conversation the item was learned in."),
