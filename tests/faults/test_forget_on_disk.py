@@ -62,7 +62,7 @@ def seed(port: int, user: str) -> list[str]:
     documents = f"{base(user)}/documents"
     created = sent(
         port, "PATCH", f"{documents}/user/user_dynamic.json",
-        {"ops": [{"op": "add", "path": "/content/preferences/-", "value": f"Use {c['pref']}"}]},
+        {"ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": f"Use {c['pref']}"}}]},
         **{"If-None-Match": "*", "Idempotency-Key": "first"},
     )  # fmt: skip
     fact = {
