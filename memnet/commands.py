@@ -29,6 +29,7 @@ from memnet.domain.identifiers import check_identifier
 from memnet.domain.layout import forget_conversation_job_name, forget_job_name, user_prefix
 from memnet.domain.timestamps import parse_timestamp
 from memnet.services.holds import HOLD_KINDS
+from memnet.settings import LOCAL_SETTINGS
 
 OPERATOR = "memnet-operator"
 
@@ -53,7 +54,7 @@ def add_commands(commands: Any) -> None:
     hold.add_argument("--reason", help="why (set)")
     hold.add_argument("--kinds", help=f"comma list of {','.join(HOLD_KINDS)} (set; default all)")
     for parser in (sweep, compact, forget, hold):
-        parser.add_argument("--settings", default="local.settings.json", help="values file")
+        parser.add_argument("--settings", default=str(LOCAL_SETTINGS), help="values file")
         parser.add_argument("--actor", default=OPERATOR, help="who asks (audit, receipts)")
 
 

@@ -95,12 +95,12 @@ def test_broken_callers_file_names_the_field(tmp_path: Path, callers: object, fi
     ("env", "field"),
     [
         ({"MEMNET_STORAGE": "s3"}, "MEMNET_STORAGE"),
-        ({"MEMNET_STORAGE": "azure"}, "MEMNET_BLOB_CONNECTION_STRING"),
+        ({"MEMNET_STORAGE": "azure"}, "MEMNET_BLOB"),
         ({"MEMNET_IDEMPOTENCY_TTL_SECONDS": "soon"}, "MEMNET_IDEMPOTENCY_TTL_SECONDS"),
         (
             {
                 "MEMNET_STORAGE": "azure",
-                "MEMNET_BLOB_CONNECTION_STRING": "UseDevelopmentStorage=true",
+                "MEMNET_BLOB": "UseDevelopmentStorage=true",
             },
             "MEMNET_QUEUE",
         ),
