@@ -44,7 +44,7 @@ def open_backend(name: str) -> Iterator[Backend]:
             store.ensure_container()
         env = {
             "MEMNET_STORAGE": "azure",
-            "MEMNET_BLOB_CONNECTION_STRING": conn,
+            "MEMNET_BLOB": conn,
             # Azure storage needs a queue too; the benchmarks' requests never use it.
             "MEMNET_QUEUE": connection_string(QueueEndpoint=queues.endpoint),
         }

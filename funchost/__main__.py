@@ -16,11 +16,13 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memnet.domain.callers import ANY, Caller
 from memnet.domain.errors import ConfigError
 from memnet.services.event_index import INDEX_QUEUE
+from memnet.settings import APP_ROOT, LOCAL_SETTINGS
 
 if TYPE_CHECKING:
     from memnet.bootstrap import Services
@@ -44,11 +46,12 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve the Functions app on the embedded default")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=7071)
-    serve.add_argument("--data-dir", help="overrides MEMNET_DATA_DIR")
+    serve.add_argument("--data-dir", help=_DATA_DIR_HELP)
     serve.add_argument(
         "--settings",
-        default="local.settings.json",
-        help="values file read like `func start` does (environment wins)",
+        default=str(LOCAL_SETTINGS),
+        help="values file read like `func start` does (environment wins; default: the "
+        "app's local.settings.json)",
     )
     hashing = commands.add_parser(
         "hash-key", help="print the digest for a callers file (MEMNET_API_KEY_PEPPER keys it)"
@@ -72,17 +75,23 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_DATA_DIR_HELP = "overrides MEMNET_DATA_DIR (a relative path is from the working directory)"
+
+
 def _settings_option(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--data-dir", help="overrides MEMNET_DATA_DIR")
-    command.add_argument("--settings", default="local.settings.json", help="values file")
+    command.add_argument("--data-dir", help=_DATA_DIR_HELP)
+    command.add_argument("--settings", default=str(LOCAL_SETTINGS), help="values file")
 
 
 def _load(args: argparse.Namespace) -> Services:
+    """The services from the settings file and the environment. Paths in settings are
+    from the app's root (memnet.settings); a path typed on the command line is from the
+    working directory, as a shell user means it."""
     from funchost import load_local_settings
 
     load_local_settings(args.settings)
     if args.data_dir:
-        os.environ["MEMNET_DATA_DIR"] = args.data_dir
+        os.environ["MEMNET_DATA_DIR"] = str(Path(args.data_dir).resolve())
     from memnet import bootstrap
 
     return bootstrap.start()
@@ -90,6 +99,7 @@ def _load(args: argparse.Namespace) -> Services:
 
 def _serve(args: argparse.Namespace) -> int:
     from funchost import serve_forever
+    from funchost.routing import read_route_prefix
 
     services = _load(args)  # fail fast on bad settings, profiles or callers, before serving
     import function_app
@@ -105,6 +115,7 @@ def _serve(args: argparse.Namespace) -> int:
         function_app.app,
         args.host,
         args.port,
+        route_prefix=read_route_prefix(APP_ROOT / "host.json"),
         queues=services.queue,
         max_body_bytes=limit,
         blobs=services.blobs,

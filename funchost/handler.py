@@ -11,6 +11,7 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from funchost.dispatch import RawResponse, json_error
 from funchost.mcp import MCP_PATH, refusal
@@ -108,6 +109,23 @@ class RequestHandler(BaseHTTPRequestHandler):
             return False
         if not _METHOD.fullmatch(self.command):
             self.send_error(HTTPStatus.BAD_REQUEST, "Invalid method.")
+            return False
+        return self._take_target()
+
+    def _take_target(self) -> bool:
+        """The target exactly as sent, which must be a path (origin-form, RFC 9112 3.2.1),
+        or a URL whose path and query are taken (absolute-form, which a server must
+        accept, 3.2.2; Kestrel does): ``parse_request`` turns a leading ``//`` into ``/``,
+        a spelling the app then could not see, and a target without its ``/`` would
+        otherwise route as if it had one."""
+        self.path = self.requestline.split()[1]
+        if self.path[:8].lower().startswith(("http://", "https://")):
+            url = urlsplit(self.path)
+            self.path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+        if not self.path.startswith("/"):
+            self.send_error(
+                HTTPStatus.BAD_REQUEST, "The request target must be a path beginning with '/'."
+            )
             return False
         return True
 

@@ -204,7 +204,8 @@ class McpEndpoint:
 
 def _check_headers(headers: Mapping[str, str]) -> None:
     """As the extension: the client accepts JSON and event streams, sends JSON, and
-    names a protocol revision this endpoint speaks (400 otherwise, by the transport)."""
+    names a protocol revision this endpoint speaks (400 otherwise, by the transport); a
+    compressed body is refused, not read as JSON."""
     accepted = {
         part.partition(";")[0].strip().lower() for part in headers.get("accept", "").split(",")
     }
@@ -213,6 +214,9 @@ def _check_headers(headers: Mapping[str, str]) -> None:
         raise McpError(-32000, message, 406)
     if headers.get("content-type", "").partition(";")[0].strip().lower() != _JSON:
         raise McpError(types.INVALID_REQUEST, "Content-Type must be application/json.", 415)
+    if headers.get("content-encoding", "identity").strip().lower() not in ("", "identity"):
+        message = "Content-Encoding is not supported: send the body uncompressed."
+        raise McpError(types.INVALID_REQUEST, message, 415)  # as the API does (docs/api.md)
     version = headers.get("mcp-protocol-version", ASSUMED_VERSION)
     if version not in HANDSHAKE_PROTOCOL_VERSIONS:
         raise McpError(types.INVALID_REQUEST, f"Unsupported protocol version: {version}", 400)

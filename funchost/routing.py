@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from urllib.parse import unquote
 from funchost.index import HttpRoute
 
 DEFAULT_ROUTE_PREFIX = "api"
+_ENCODED_SLASH = re.compile("(%2F)", re.IGNORECASE)  # captured: kept as sent
 
 
 class SegmentKind(IntEnum):
@@ -78,6 +80,15 @@ def _parse_segment(part: str) -> Segment:
     return Segment(SegmentKind.LITERAL, part)
 
 
+def decode(text: str) -> str:
+    """Percent-decoded as Kestrel decodes a request path before ASP.NET Core routes it:
+    every escape once, except ``%2F``, which stays as sent (a decoded slash would move a
+    segment boundary; routing never decodes it either). ``a%2Fb`` is therefore the one
+    segment ``a%2Fb``, not ``a/b``, on both hosts."""
+    pieces = _ENCODED_SLASH.split(text)  # text, slash, text, ...
+    return "".join(p if i % 2 else unquote(p) for i, p in enumerate(pieces))
+
+
 def split_path(path: str) -> list[str]:
     """Raw (still percent-encoded) segments of a request path, query removed."""
     path = path.split("?", 1)[0].strip("/")
@@ -87,7 +98,8 @@ def split_path(path: str) -> list[str]:
 @dataclass(frozen=True)
 class _Compiled:
     """A route with its template pre-split for :meth:`match`: literals compare
-    case-insensitively (percent-decoded once), a parameter takes one non-empty segment,
+    case-insensitively (percent-decoded once, as :func:`decode` does), a parameter takes
+    one non-empty segment,
     a catch-all the rest, which may be empty (ASP.NET Core: "catch-all parameters can
     also match the empty string", so ``docs/{ns}/{*path}`` takes ``docs/a/`` and
     ``docs/a``, a trailing slash being insignificant); values are decoded once."""
@@ -120,15 +132,15 @@ class _Compiled:
             return None
         for i, text in self.literals:
             part = parts[i]
-            if (unquote(part) if "%" in part else part).casefold() != text:
+            if (decode(part) if "%" in part else part).casefold() != text:
                 return None
         params: dict[str, str] = {}
         for i, name in self.params:
             if not parts[i]:
                 return None
-            params[name] = unquote(parts[i])
+            params[name] = decode(parts[i])
         if self.catch_all is not None:
-            params[self.catch_all] = unquote("/".join(parts[size - 1 :]))
+            params[self.catch_all] = decode("/".join(parts[size - 1 :]))
         return params
 
 

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from memnet.commands import add_commands
 from memnet.domain.errors import ConfigError
 from memnet.domain.layout import SnapshotRef
+from memnet.settings import LOCAL_SETTINGS
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -36,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     replay.add_argument("snapshot", help="tenant/user/conversation/snapshot or its blob:// URI")
     replay.add_argument("--dry-run", action="store_true", help="show, write nothing")
     replay.add_argument("--extractor", choices=("rules", "openai", "azure-openai"))
-    replay.add_argument("--settings", default="local.settings.json", help="values file")
+    replay.add_argument("--settings", default=str(LOCAL_SETTINGS), help="values file")
     add_commands(commands)
     args = parser.parse_args(argv)
     if args.command != "replay":

@@ -7,23 +7,24 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from memnet.domain.callers import ANY
 from memnet.domain.errors import ConfigError
 from memnet.ports import Authenticator
 from memnet.services.registry import ProfileRegistry
 from memnet.settings import Settings
 
 
-def authenticator(settings: Settings, registry: ProfileRegistry | None = None) -> Authenticator:
-    """The modes ``MEMNET_AUTH`` names, all reading their callers from the callers file
-    (their clearances checked against ``registry``'s profiles, when given)."""
+def authenticator(settings: Settings, registry: ProfileRegistry) -> Authenticator:
+    """The modes ``MEMNET_AUTH`` names, all reading their callers from the callers file,
+    whose references to profiles and sensitivity classes are checked against
+    ``registry`` first: a broken reference stops startup (:func:`check_references`)."""
     from memnet.adapters.callers import CallerModes, EntraAuthenticator
     from memnet.adapters.local.apikeys import ApiKeyAuthenticator, principal_map, read_entries
 
     assert settings.callers_file is not None  # Settings.check guarantees it
     source = str(settings.callers_file)
     entries = read_entries(settings.callers_file)
-    if registry is not None:
-        check_clearances(entries, source, registry)
+    check_references(entries, source, registry)
     principals = principal_map(entries, source)
     modes: dict[str, Authenticator] = {}
     if "apikeys" in settings.auth_modes:
@@ -49,30 +50,56 @@ def authenticator(settings: Settings, registry: ProfileRegistry | None = None) -
     return CallerModes(**modes)
 
 
-def check_clearances(
+def check_references(
     entries: list[tuple[str, dict[str, Any]]], source: str, registry: ProfileRegistry
 ) -> None:
-    """A caller's ``clearance`` is a sensitivity class of a profile it may use: a name
-    no profile knows (a typo) would leave the caller at the lowest class unnoticed."""
+    """Every name a caller entry uses that something else must define: each profile of
+    ``profiles`` is a loaded profile (or ``"*"``), and a ``clearance`` is a sensitivity
+    class of one of them. A caller bound to a profile that does not exist could call but
+    never name a usable profile (every request a misleading ``PROFILE_REQUIRED``); a
+    clearance no profile knows would leave it at the lowest class. Both stop startup,
+    naming the file, the entry, the caller and the name."""
     for where, entry in entries:
-        name = entry.get("clearance")
-        if name is None:
-            continue
-        named = entry["profiles"]
-        ids = registry.profile_ids() if "*" in named else list(named)
-        classes = {
-            c
-            for p in ids
-            if (profile := registry.get(p)) is not None
-            and (rules := profile.raw.get("sensitivity_rules")) is not None
-            for c in rules["classes"]
-        }
-        if name not in classes:
+        _check_profiles(entry, where, source, registry)
+        _check_clearance(entry, where, source, registry)
+
+
+def _check_profiles(
+    entry: dict[str, Any], where: str, source: str, registry: ProfileRegistry
+) -> None:
+    known = registry.profile_ids()
+    for i, name in enumerate(entry["profiles"]):
+        if name != ANY and registry.get(name) is None:
             raise ConfigError(
                 source,
-                f"{where}/clearance",
-                f"{name!r} is not a sensitivity class of the profiles this caller may use",
+                f"{where}/profiles/{i}",
+                f"caller {entry['caller_id']!r} names profile {name!r}, which is not among "
+                f"the loaded profiles {known} (MEMNET_PROFILES_DIR)",
             )
+
+
+def _check_clearance(
+    entry: dict[str, Any], where: str, source: str, registry: ProfileRegistry
+) -> None:
+    name = entry.get("clearance")
+    if name is None:
+        return
+    named = entry["profiles"]
+    ids = registry.profile_ids() if ANY in named else list(named)
+    classes = {
+        c
+        for p in ids
+        if (profile := registry.get(p)) is not None
+        and (rules := profile.raw.get("sensitivity_rules")) is not None
+        for c in rules["classes"]
+    }
+    if name not in classes:
+        raise ConfigError(
+            source,
+            f"{where}/clearance",
+            f"caller {entry['caller_id']!r}: {name!r} is not a sensitivity class of the "
+            "profiles this caller may use",
+        )
 
 
 def with_vault_secrets(settings: Settings) -> Settings:

@@ -1,6 +1,7 @@
 """The governance operator commands of ``python -m memnet`` (issue 11): the same jobs the
-timer and queue functions run, over the configured backends, with ``--dry-run``, a
-progress bar on long runs and a JSON summary at the end.
+timer and queue functions run, over the configured backends, each with ``--dry-run``
+(which writes nothing), progress on stderr while they run (what is done, and what a
+command waits for: :class:`Progress`) and a JSON summary on stdout at the end.
 
 ``sweep``    retention sweep: runs bounded invocations until one pass over the store is
              done (``--once``: one invocation, as the timer does);
@@ -8,7 +9,8 @@ progress bar on long runs and a JSON summary at the end.
              of every document (``--all``);
 ``forget``   forget a user (``TENANT/USER``) or one conversation (``--conversation``),
              running the job here until it is done, then printing its receipt;
-``hold``     set, clear or list legal holds (``hold set TENANT[/USER] --reason ...``).
+``hold``     set, clear or list legal holds (``hold set TENANT[/USER] --reason ...``);
+             ``--dry-run`` shows the hold it would set or clear next to the current one.
 """
 
 from __future__ import annotations
@@ -29,8 +31,39 @@ from memnet.domain.identifiers import check_identifier
 from memnet.domain.layout import forget_conversation_job_name, forget_job_name, user_prefix
 from memnet.domain.timestamps import parse_timestamp
 from memnet.services.holds import HOLD_KINDS
+from memnet.settings import LOCAL_SETTINGS
 
 OPERATOR = "memnet-operator"
+QUIET_SECONDS = 10.0  # off a terminal, a progress line at least this often while nothing changes
+
+
+class Progress:
+    """What a long command has done and what it is doing now, on stderr, so stdout stays
+    the JSON summary: a bar on a terminal; elsewhere (a log, CI) a line whenever what it
+    does changes, and every :data:`QUIET_SECONDS` while it does not."""
+
+    def __init__(self, name: str, unit: str) -> None:
+        self._name, self._unit = name, unit
+        self._bar = tqdm(unit=f" {unit}", desc=name, file=sys.stderr, disable=None)
+        self._said, self._said_at = "", 0.0
+
+    def show(self, done: int, doing: str, step: str | None = None) -> None:
+        """``doing`` now, ``done`` so far; off a terminal a line is printed when ``step``
+        (default: ``doing``) changes, so a countdown in ``doing`` is not a line a second."""
+        if not self._bar.disable:
+            self._bar.n = done
+            self._bar.set_postfix_str(doing, refresh=True)
+            return
+        now, step = time.monotonic(), step or doing
+        if step != self._said or now - self._said_at >= QUIET_SECONDS:
+            print(f"{self._name}: {done} {self._unit}; {doing}", file=sys.stderr, flush=True)
+            self._said, self._said_at = step, now
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._bar.close()
 
 
 def add_commands(commands: Any) -> None:
@@ -52,8 +85,9 @@ def add_commands(commands: Any) -> None:
     hold.add_argument("scope", help="TENANT or TENANT/USER")
     hold.add_argument("--reason", help="why (set)")
     hold.add_argument("--kinds", help=f"comma list of {','.join(HOLD_KINDS)} (set; default all)")
+    hold.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
     for parser in (sweep, compact, forget, hold):
-        parser.add_argument("--settings", default="local.settings.json", help="values file")
+        parser.add_argument("--settings", default=str(LOCAL_SETTINGS), help="values file")
         parser.add_argument("--actor", default=OPERATOR, help="who asks (audit, receipts)")
 
 
@@ -69,12 +103,14 @@ def _sweep(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any]
     if args.dry_run:
         return retention.sweep(dry_run=True, limit=args.limit).as_json(), 0
     totals: dict[str, dict[str, int]] = {}
-    runs = 0
-    with tqdm(unit=" blobs", desc="sweep", file=sys.stderr, disable=None) as bar:
+    runs, visited = 0, 0
+    with Progress("sweep", "blobs looked at") as progress:
         while True:
+            doing = f"run {runs + 1}: listing and deleting what expired"
+            progress.show(visited, doing, step="sweeping")
             report = retention.sweep()
             runs += 1
-            bar.update(report.walk.visited)
+            visited += report.walk.visited
             for kind, outcomes in report.counts.items():
                 for outcome, n in outcomes.items():
                     totals.setdefault(kind, {}).setdefault(outcome, 0)
@@ -91,10 +127,13 @@ def _compact(services: Services, args: argparse.Namespace) -> tuple[dict[str, An
     compaction = services.compaction
     if args.all:
         changed: list[str] = []
-        with tqdm(unit=" blobs", desc="compact", file=sys.stderr, disable=None) as bar:
+        visited = 0
+        with Progress("compact", "blobs looked at") as progress:
             while True:
+                doing = f"compacting; {len(changed)} documents changed so far"
+                progress.show(visited, doing, step="compacting")
                 report = compaction.run_timer()
-                bar.update(report["visited"])
+                visited += report["visited"]
                 changed += report["changed"]
                 if report["yielded"]:
                     return {"changed": changed, "yielded": True}, 1
@@ -132,28 +171,39 @@ def _forget(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any
 
 
 def _drive(services: Services, load: Any, run: Any, keys: list[str]) -> dict[str, Any]:
-    """Run a forget job's invocations here until it is no longer running, with a
-    progress bar of what it has deleted. The grace period before verification is
+    """Run a forget job's invocations here until it is no longer running, showing what
+    it has deleted and what it waits for. The grace period before verification is
     waited out here rather than by invoking the job (which would queue a message per
     call). A job the queue worker of a running host advances at the same time is fine:
     each invocation names the job's current run token, and a stale one does nothing."""
-    grace = timedelta(seconds=services.settings.forget_grace_seconds)
-    with tqdm(unit=" deleted", desc="forget", file=sys.stderr, disable=None) as bar:
+    grace = services.settings.forget_grace_seconds
+    with Progress("forget", "deleted") as progress:
         while True:
             job = load()
             if job is None:
                 return {"status": "missing"}
             state: dict[str, Any] = job.state
-            bar.n = sum(v["count"] for v in state.get("deleted", {}).values())
-            bar.refresh()
+            deleted = sum(v["count"] for v in state.get("deleted", {}).values())
             if state["status"] != "running":
+                progress.show(deleted, state["status"])
                 return state
             started = parse_timestamp(state["started_at"], "started_at")
-            wait = (started + grace - datetime.now(UTC)).total_seconds()
+            wait = (started + timedelta(seconds=grace) - datetime.now(UTC)).total_seconds()
             if state.get("phase") == "verifying" and wait > 0:
-                time.sleep(min(wait, 5.0))
-            elif run({k: state[k] for k in keys}) is None:
-                time.sleep(1.0)  # another worker holds the job: look again shortly
+                progress.show(deleted, _grace_message(wait, grace), step="grace")
+                time.sleep(min(wait, 1.0))
+                continue
+            progress.show(deleted, f"phase {state.get('phase')}")
+            if run({k: state[k] for k in keys}) is None:
+                progress.show(deleted, "another worker holds the job; looking again in 1 s")
+                time.sleep(1.0)
+
+
+def _grace_message(wait: float, grace: int) -> str:
+    return (
+        f"verifying in {wait:.0f} s: the {grace} s grace period "
+        "(MEMNET_FORGET_GRACE_SECONDS) lets writes already past the check land first"
+    )
 
 
 def _forget_preview(
@@ -197,6 +247,8 @@ def _hold(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any],
     if args.action == "list":
         return holds.policy(tenant_id), 0
     if args.action == "clear":
+        if args.dry_run:
+            return _hold_preview(services, tenant_id, user_id, "clear", None)
         try:
             return holds.clear(tenant_id, user_id or None, args.actor), 0
         except MemnetError as error:
@@ -210,7 +262,25 @@ def _hold(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any],
         print(f"unknown kinds {unknown}; choose from {list(HOLD_KINDS)}", file=sys.stderr)
         return {"error": "unknown kinds"}, 2
     hold = {"reason": args.reason, "kinds": kinds}
+    if args.dry_run:
+        return _hold_preview(services, tenant_id, user_id, "set", hold)
     return holds.set(tenant_id, user_id or None, hold, args.actor), 0
+
+
+def _hold_preview(
+    services: Services, tenant_id: str, user_id: str, action: str, hold: dict[str, Any] | None
+) -> tuple[dict[str, Any], int]:
+    """What ``hold set`` or ``hold clear`` would change, read from the current policy;
+    clearing where no hold is set fails as the real command does."""
+    policy = services.holds.policy(tenant_id)
+    current = policy["users"].get(user_id) if user_id else policy["tenant"]
+    if action == "clear" and current is None:
+        return {"error": {"code": "HOLD_NOT_FOUND", "message": "No legal hold is set here."}}, 1
+    change: dict[str, Any] = {"dry_run": True, "action": action, "tenant_id": tenant_id}
+    change |= {"user_id": user_id or None, "current": current}
+    if hold is not None:
+        change["would_set"] = {"reason": hold["reason"], "kinds": hold["kinds"] or list(HOLD_KINDS)}
+    return change, 0
 
 
 def _identifiers(*values: str) -> bool:

@@ -1,5 +1,10 @@
 """Settings, read once from the environment (app settings on Azure, ``local.settings.json``
-locally), typed, and checked at startup."""
+locally), typed, and checked at startup.
+
+A relative path in a setting (``MEMNET_CALLERS_FILE``, ``MEMNET_PROFILES_DIR``,
+``MEMNET_DATA_DIR``, ``MEMNET_KEY_FILE``, ``MEMNET_RETENTION_FILE``) is relative to the
+app's root, :data:`APP_ROOT`, never to the working directory, which a host or a shell
+may set anywhere: ``callers.json`` is the file shipped beside ``function_app.py``."""
 
 from __future__ import annotations
 
@@ -16,13 +21,18 @@ EMBEDDERS = ("none", "openai", "azure-openai")
 AUTH_MODES = ("apikeys", "entra", "appservice")
 TELEMETRY_MODES = ("none", "console", "otlp", "azure")
 ENTRA_AUTHORITY = "https://login.microsoftonline.com"
+# The folder of function_app.py and host.json: memnet/ ships beside them (a deployment
+# package, or this repository), so it is the parent of this package.
+APP_ROOT = Path(__file__).resolve().parent.parent
+# The values file `func start` reads from the app's folder; the commands read it by default.
+LOCAL_SETTINGS = APP_ROOT / "local.settings.json"
 
 
 @dataclass(frozen=True)
 class Settings:
     storage: str = "local"
-    data_dir: Path = Path(".memnet")
-    profiles_dir: Path = Path("profiles")
+    data_dir: Path = APP_ROOT / ".memnet"
+    profiles_dir: Path = APP_ROOT / "profiles"
     callers_file: Path | None = None
     blob_connection_string: str | None = field(default=None, repr=False)  # secret
     blob_account_url: str | None = None
@@ -95,14 +105,17 @@ class Settings:
     applicationinsights_connection_string: str | None = field(default=None, repr=False)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None, root: Path = APP_ROOT) -> Settings:
+        """The settings in ``env`` (default: the process environment), each relative
+        path taken from ``root``."""
         env = os.environ if env is None else env
         settings = cls(
             storage=env.get("MEMNET_STORAGE", "local"),
-            data_dir=Path(env.get("MEMNET_DATA_DIR", ".memnet")),
-            profiles_dir=Path(env.get("MEMNET_PROFILES_DIR", "profiles")),
-            callers_file=_path(env.get("MEMNET_CALLERS_FILE")),
-            blob_connection_string=env.get("MEMNET_BLOB_CONNECTION_STRING") or None,
+            data_dir=root / env.get("MEMNET_DATA_DIR", ".memnet"),
+            profiles_dir=root / env.get("MEMNET_PROFILES_DIR", "profiles"),
+            callers_file=_path(env.get("MEMNET_CALLERS_FILE"), root),
+            # The name the blob trigger's connection "MEMNET_BLOB" reads too (one setting).
+            blob_connection_string=env.get("MEMNET_BLOB") or None,
             blob_account_url=env.get("MEMNET_BLOB_ACCOUNT_URL") or None,
             blob_container=env.get("MEMNET_BLOB_CONTAINER", "memnet"),
             local_fsync=_flag(env, "MEMNET_LOCAL_FSYNC", True),
@@ -137,7 +150,7 @@ class Settings:
             context_read_workers=_int(env, "MEMNET_CONTEXT_READ_WORKERS", 8),
             promote_delay_seconds=_seconds(env, "MEMNET_PROMOTE_DELAY_SECONDS", 30.0),
             keys=env.get("MEMNET_KEYS", "local"),
-            key_file=_path(env.get("MEMNET_KEY_FILE")),
+            key_file=_path(env.get("MEMNET_KEY_FILE"), root),
             keyvault_key_id=env.get("MEMNET_KEYVAULT_KEY_ID") or None,
             extractor=env.get("MEMNET_EXTRACTOR", "rules"),
             extractor_base_url=env.get("MEMNET_OPENAI_BASE_URL") or None,
@@ -153,7 +166,7 @@ class Settings:
             extractor_token_parameter=env.get("MEMNET_EXTRACTOR_TOKEN_PARAMETER", "max_tokens"),
             replay_retry_base_seconds=_int(env, "MEMNET_REPLAY_RETRY_BASE_SECONDS", 60),
             replay_retry_limit=_int(env, "MEMNET_REPLAY_RETRY_LIMIT", 5),
-            retention_file=_path(env.get("MEMNET_RETENTION_FILE")),
+            retention_file=_path(env.get("MEMNET_RETENTION_FILE"), root),
             audit_floor_days=_int(env, "MEMNET_AUDIT_FLOOR_DAYS", 365),
             job_max_seconds=_int(env, "MEMNET_JOB_MAX_SECONDS", 240),
             sweep_page_size=_int(env, "MEMNET_SWEEP_PAGE_SIZE", 1000),
@@ -188,8 +201,8 @@ class Settings:
         if self.storage == "azure" and not (self.blob_connection_string or self.blob_account_url):
             raise ConfigError(
                 "settings",
-                "MEMNET_BLOB_CONNECTION_STRING",
-                "azure storage needs it or MEMNET_BLOB_ACCOUNT_URL",
+                "MEMNET_BLOB",
+                "azure storage needs it (connection string) or MEMNET_BLOB_ACCOUNT_URL",
             )
         if self.storage == "azure" and not (self.queue_connection_string or self.queue_account_url):
             raise ConfigError(
@@ -330,8 +343,9 @@ def _telemetry(env: Mapping[str, str]) -> str:
     return mode or ("azure" if env.get("APPLICATIONINSIGHTS_CONNECTION_STRING") else "none")
 
 
-def _path(value: str | None) -> Path | None:
-    return Path(value) if value else None
+def _path(value: str | None, root: Path) -> Path | None:
+    """``value`` as a path from ``root`` (an absolute one stays as it is)."""
+    return root / value if value else None
 
 
 def _list(env: Mapping[str, str], name: str, default: tuple[str, ...]) -> tuple[str, ...]:

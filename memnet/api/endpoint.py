@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from memnet.api.errors import error_response
 from memnet.api.http import ApiRequest, ApiResponse
+from memnet.api.unambiguous import refuse_ambiguous
 from memnet.domain.errors import MemnetError, Unavailable
 from memnet.ports import StorageError
 from memnet.services import telemetry
@@ -62,8 +63,10 @@ def endpoint(handler: Handler) -> Callable[[ApiRequest], ApiResponse]:
 
 
 def _answer(handler: Handler, request: ApiRequest, request_id: str) -> ApiResponse:
-    """The handler's response, or the error payload of what it raised."""
+    """The handler's response, or the error payload of what it raised. A request whose
+    target or encoding could mean two things is refused before the handler runs."""
     try:
+        refuse_ambiguous(request)
         response = handler(request, request_id)
     except MemnetError as error:
         response = error_response(error, request_id)

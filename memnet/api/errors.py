@@ -61,6 +61,8 @@ def headers_of(error: MemnetError) -> dict[str, str]:
         headers["WWW-Authenticate"] = 'Bearer realm="mem.net"'
     if isinstance(error, MethodNotAllowed):
         headers["Allow"] = str(error.details.get("allow", ""))
+    if isinstance(error, UnsupportedMediaType):  # RFC 9110 12.5.3: the codings it takes
+        headers["Accept-Encoding"] = "identity"
     if isinstance(error, Unavailable):
         headers["Retry-After"] = str(error.retry_after or 1)
     elif error.retry_after is not None:

@@ -1,8 +1,8 @@
 """Health. ``GET /v1/health`` is unauthenticated and says only that the app is up and
 ready (a load balancer's probe needs no more, and an anonymous caller learns nothing
 about the deployment); ``GET /v1/health/details`` names the backends, the
-authentication modes and the profiles, for an authenticated caller with the ``admin``
-or ``debug`` role.
+authentication modes, the profiles and the embedder (and whether it answers), for an
+authenticated caller with the ``admin`` or ``debug`` role.
 
 While the app cannot start, no caller can be authenticated (the callers registry may be
 what is missing), so ``/v1/health/details`` answers ``503 NOT_READY`` to anyone with
@@ -61,5 +61,16 @@ def get_health_details(request: ApiRequest, request_id: str) -> ApiResponse:
             "auth": services.authenticator.describe(),
             "quotas": services.quotas.describe(),
             "profiles": services.registry.profile_ids(),
+            "embedder": _embedder(services),
         },
     )
+
+
+def _embedder(services: bootstrap.Services) -> dict[str, object]:
+    """``{"kind": "none"}``, or the configured model and whether it answers (a probe
+    cached per process: docs/search.md, "Health")."""
+    health = services.events.embedder_health()
+    if health is None:
+        return {"kind": "none"}
+    settings = services.settings
+    return {"kind": settings.embedder, "model": settings.embedder_model, **health}

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memnet.domain.errors import ConfigError
+from memnet.domain.identifiers import SEGMENT
 
 KINDS = ("snapshots", "events", "audit", "replays")
 RULE_KEYS = tuple(f"{kind}_days" for kind in KINDS)
@@ -43,6 +44,9 @@ def parse_ceilings(raw: Any, source: str) -> Ceilings:
     tenants = raw.get("tenants", {})
     if not isinstance(tenants, dict):
         raise ConfigError(source, "/tenants", "must be an object of tenant ids")
+    for tenant_id in tenants:  # a key no route can name would cap no tenant, unnoticed
+        if not SEGMENT.fullmatch(tenant_id):
+            raise ConfigError(source, f"/tenants/{tenant_id}", "is not a tenant id")
     return Ceilings(
         organisation=parse_rules(raw.get("organisation", {}), source, "/organisation"),
         tenants={

@@ -70,6 +70,14 @@ class EventVectors:
     def model(self) -> str:
         return self._embedder.model
 
+    @property
+    def query_embedder(self) -> Embedder:
+        """The embedder searches use (the tighter budget)."""
+        return self._queries
+
+    def describe(self) -> str:
+        return self._embedder.describe()
+
     def refresh(self, tenant_id: str, user_id: str, entries: Sequence[IndexedEvent]) -> int:
         """Embed and store the entries whose vector is missing or stale; the number
         embedded. A transient :class:`EmbedderError` (or an unavailable index)

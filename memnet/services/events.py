@@ -36,6 +36,7 @@ from memnet.ports import (
     StorageError,
 )
 from memnet.services import telemetry
+from memnet.services.embedder_probe import EmbedderProbe
 from memnet.services.event_index import INDEX_QUEUE, IndexJobs
 from memnet.services.event_records import IndexReport, event_name, indexed, load_event
 from memnet.services.event_vectors import EventVectors
@@ -70,6 +71,14 @@ class EventService:
         self._idempotency, self._clock = idempotency, clock
         self._vectors, self._dense_weight = vectors, dense_weight
         self._jobs = IndexJobs(blobs, index, queue, queue_name, after_index, promote_delay, vectors)
+        self._probe = None if vectors is None else EmbedderProbe(vectors.query_embedder, clock)
+
+    def embedder_health(self) -> dict[str, object] | None:
+        """For health details: the embedder and whether it answers, from a probe cached
+        per process (:mod:`memnet.services.embedder_probe`); None without an embedder."""
+        if self._vectors is None or self._probe is None:
+            return None
+        return {"describe": self._vectors.describe(), **self._probe.status().as_json()}
 
     # -- write and read --------------------------------------------------------------
 

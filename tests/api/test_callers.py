@@ -73,6 +73,14 @@ def test_request_id_appears_in_the_log_line(restricted: None, caplog: pytest.Log
         ({"callers": {}}, "/callers"),
         ({"callers": [{**READER, "key_sha256": "short"}]}, "/callers/0/key_sha256"),
         ({"callers": [{**READER, "roles": ["root"]}]}, "/callers/0/roles"),
+        # Every name an entry uses must exist: a profile, a tenant id, at least one of each.
+        ({"callers": [{**READER, "profiles": ["no-such-profile"]}]}, "/callers/0/profiles/0"),
+        ({"callers": [WRITER, {**READER, "profiles": ["*", "gone"]}]}, "/callers/1/profiles/1"),
+        ({"callers": [{**READER, "tenants": ["t1", "acme "]}]}, "/callers/0/tenants/1"),
+        ({"callers": [{**READER, "tenants": []}]}, "/callers/0/tenants"),
+        ({"callers": [{**READER, "profiles": []}]}, "/callers/0/profiles"),
+        ({"callers": [{**READER, "roles": []}]}, "/callers/0/roles"),
+        ({"callers": [{**READER, "clearance": "secret"}]}, "/callers/0/clearance"),
     ],
 )
 def test_broken_callers_file_names_the_field(tmp_path: Path, callers: object, field: str):
@@ -87,12 +95,12 @@ def test_broken_callers_file_names_the_field(tmp_path: Path, callers: object, fi
     ("env", "field"),
     [
         ({"MEMNET_STORAGE": "s3"}, "MEMNET_STORAGE"),
-        ({"MEMNET_STORAGE": "azure"}, "MEMNET_BLOB_CONNECTION_STRING"),
+        ({"MEMNET_STORAGE": "azure"}, "MEMNET_BLOB"),
         ({"MEMNET_IDEMPOTENCY_TTL_SECONDS": "soon"}, "MEMNET_IDEMPOTENCY_TTL_SECONDS"),
         (
             {
                 "MEMNET_STORAGE": "azure",
-                "MEMNET_BLOB_CONNECTION_STRING": "UseDevelopmentStorage=true",
+                "MEMNET_BLOB": "UseDevelopmentStorage=true",
             },
             "MEMNET_QUEUE",
         ),
@@ -129,14 +137,9 @@ def test_context_cache_settings_reach_the_service():
     ) == (0.0, 2.5, 0)
 
 
-def test_serve_refuses_to_start_with_a_broken_profile(tmp_path: Path):
-    (tmp_path / "bad.json").write_text('{"profile_id": "bad"}')
-    env = {
-        "MEMNET_PROFILES_DIR": str(tmp_path),
-        "MEMNET_CALLERS_FILE": "callers.dev.json",
-        "PATH": "/usr/bin:/bin",
-    }
-    result = subprocess.run(
+def serve(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``python -m funchost serve`` with ``env`` (and PATH only) until it exits."""
+    return subprocess.run(
         [
             sys.executable,
             "-m",
@@ -150,15 +153,33 @@ def test_serve_refuses_to_start_with_a_broken_profile(tmp_path: Path):
             str(tmp_path / "data"),
         ],
         cwd=REPO,
-        env=env,
+        env={**env, "PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_serve_refuses_to_start_with_a_broken_profile(tmp_path: Path):
+    (tmp_path / "bad.json").write_text('{"profile_id": "bad"}')
+    env = {"MEMNET_PROFILES_DIR": str(tmp_path), "MEMNET_CALLERS_FILE": "callers.dev.json"}
+    result = serve(tmp_path, env)
     assert result.returncode == 2
     assert "mem.net cannot start:" in result.stderr and "Traceback" not in result.stderr
     assert "bad.json" in result.stderr and "document_bindings" in result.stderr
+
+
+def test_serve_refuses_a_caller_bound_to_a_profile_that_does_not_exist(tmp_path: Path):
+    """Once accepted, such a caller got 400 PROFILE_REQUIRED on every request."""
+    callers = tmp_path / "callers.json"
+    stray = {**WRITER, "caller_id": "stray", "profiles": ["project-copilot-v2"]}
+    callers.write_text(json.dumps({"callers": [READER, stray]}))
+    result = serve(tmp_path, {"MEMNET_CALLERS_FILE": str(callers)})
+    assert result.returncode == 2
+    assert "mem.net cannot start:" in result.stderr and "Traceback" not in result.stderr
+    for named in (str(callers), "/callers/1/profiles/0", "'stray'", "'project-copilot-v2'"):
+        assert named in result.stderr
 
 
 def test_the_search_budget_setting_reaches_the_index(tmp_path):

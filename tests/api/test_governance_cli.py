@@ -4,7 +4,9 @@ JSON summary at the end."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from memnet import bootstrap
 from memnet.__main__ import main
 from memnet.bootstrap import Services
 from memnet.domain.layout import user_prefix
+from memnet.services.holds import HOLD_KINDS
 from tests.api.compacting import PROJECT, content, history, notes, project, put
 from tests.api.forgetting import index_ids, names, seed
 from tests.clients import DirectClient
@@ -138,3 +141,50 @@ def test_compact_one_document_and_every_document(services, capsys):
     assert history(services, PROJECT)[0]["reason"] == "compaction"
     summary = run(capsys, "compact", "--all")
     assert summary["pass_complete"] is True and summary["changed"] == []
+
+
+def store(services: Services) -> dict[str, str]:
+    """Every blob of the store with its ETag (the tenant's hold policy included)."""
+    return {n: services.blobs.read(n).etag for n in services.blobs.list_names("tenants/")}
+
+
+def test_every_governance_command_takes_a_dry_run_that_writes_nothing(services, capsys):
+    """The README says sweep, compact, forget and hold all take ``--dry-run``."""
+    from memnet.commands import add_commands
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    commands = parser._subparsers._group_actions[0].choices  # argparse keeps them only here
+    assert set(commands) == {"sweep", "compact", "forget", "hold"}
+    assert all("--dry-run" in c._option_string_actions for c in commands.values())
+    seed(DirectClient(AGENT_KEY), services)
+    run(capsys, "hold", "set", "t1", "--reason", "case 7", "--kinds", "audit")
+    before = store(services)
+    run(capsys, "sweep", "--dry-run")
+    run(capsys, "compact", "t1/u1/user/user_dynamic.json", "--dry-run")
+    run(capsys, "forget", "t1/u1", "--dry-run")
+    shown = run(capsys, "hold", "set", "t1/u1", "--reason", "case 8", "--dry-run")
+    assert shown["dry_run"] is True and shown["current"] is None
+    assert shown["would_set"] == {"reason": "case 8", "kinds": list(HOLD_KINDS)}
+    shown = run(capsys, "hold", "clear", "t1", "--dry-run")
+    assert shown["current"]["reason"] == "case 7" and "would_set" not in shown
+    missing = run(capsys, "hold", "clear", "t1/u1", "--dry-run", code=1)  # none to clear
+    assert missing["error"]["code"] == "HOLD_NOT_FOUND"
+    assert store(services) == before
+
+
+def test_forget_says_on_stderr_what_it_has_done_and_what_it_waits_for(
+    services, capsys, monkeypatch
+):
+    """Off a terminal (here), a line per step; stdout stays the JSON receipt alone."""
+    monkeypatch.setenv("MEMNET_FORGET_GRACE_SECONDS", "2")
+    seed(DirectClient(AGENT_KEY), services)
+    assert main(["forget", "t1/u1", "--settings", "/nonexistent"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["verification"]["blobs_remaining"] == 0
+    lines = err.splitlines()
+    assert any(line.startswith("forget: 0 deleted; phase ") for line in lines)
+    waiting = [line for line in lines if "grace period (MEMNET_FORGET_GRACE_SECONDS)" in line]
+    assert len(waiting) == 1  # a line when the wait begins, not one per second
+    assert re.fullmatch(r"forget: \d+ deleted; verifying in [12] s: the 2 s grace .*", waiting[0])
+    assert lines[-1].endswith("; done")

@@ -4,10 +4,12 @@ settings, and the runtime pin of Flex Consumption."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 
 from memnet.settings import Settings
+from tests.conftest import REPO
 from tests.deploy.bicep_tree import (
     MAIN,
     ROOT,
@@ -27,7 +29,7 @@ DEFAULTED = {
     "MEMNET_LOCAL_FSYNC": "embedded storage only",
     "MEMNET_KEY_FILE": "local keys only; MEMNET_KEYS=azure uses the Key Vault key",
     "MEMNET_SEARCH_MAX_POSTINGS": "embedded search index only",
-    "MEMNET_BLOB_CONNECTION_STRING": "a shared-key secret; the account denies shared keys",
+    "MEMNET_BLOB": "a connection string; identity-based MEMNET_BLOB__* is set instead",
     "MEMNET_QUEUE": "a connection string; identity-based MEMNET_QUEUE__* is set instead",
     "MEMNET_SEARCH_API_KEY": "search local auth is disabled; the identity is used",
     "MEMNET_API_KEY_PEPPER": "a secret: read from the vault (MEMNET_KEYVAULT_URL) if apikeys",
@@ -250,3 +252,25 @@ def test_app_service_authentication_requires_an_entra_token_on_every_app_route()
     issuer = string_value(path(entra, "registration", "openIdIssuer"))
     assert "${tenant().tenantId}/v2.0" in issuer  # the app pins principals to this tenant
     assert text(path(entra, "validation", "allowedAudiences")) == "entraAudiences"
+
+
+# Values of local.settings.json.example that the Functions host reads, not the app.
+HOST_VALUES = {
+    "FUNCTIONS_WORKER_RUNTIME": "func start: the worker's language",
+    "AzureWebJobsStorage": "func start: the host's own storage (timers' leases)",
+}
+
+
+def test_every_value_of_the_local_settings_example_is_read_by_something() -> None:
+    """A value nothing reads is a trap: it looks like configuration and changes nothing
+    (the example once set MEMNET_BLOB while the blob store read another name)."""
+    values = json.loads((REPO / "local.settings.json.example").read_text())["Values"]
+    env = RecordingEnv(values)
+    Settings.from_env(env)
+    index = function_index()
+    triggers = {f.connection for f in index.queue_functions + index.blob_functions}
+    templates = [f.schedule for f in index.timer_functions] + [f.path for f in index.blob_functions]
+    percent = {name for t in templates for name in re.findall(r"%([^%]+)%", t)}
+    unread = set(values) - env.read - triggers - percent - set(HOST_VALUES)
+    assert unread == set()
+    assert {"MEMNET_BLOB", "MEMNET_QUEUE"} <= env.read & triggers  # one name, both readers

@@ -26,10 +26,15 @@ from typing import Any
 import pytest
 
 from tests.canaries import canary, in_files, where
-from tests.conftest import PRIVACY_KEY
-from tests.faults.test_server_kills import Server, request, wait_until
+from tests.conftest import PRIVACY_KEY, REPO
+from tests.served import ServedHost, request, wait_until
 
-SETTINGS = {"MEMNET_FORGET_GRACE_SECONDS": "0"}
+SETTINGS = {
+    "MEMNET_PROFILES_DIR": str(REPO / "profiles"),
+    "MEMNET_CALLERS_FILE": str(REPO / "callers.dev.json"),
+    "MEMNET_IDEMPOTENCY_LEASE_SECONDS": "0",  # a retry takes over a killed request's claim
+    "MEMNET_FORGET_GRACE_SECONDS": "0",
+}
 PRIVACY = {"Authorization": f"Bearer {PRIVACY_KEY}"}
 MAX_KILLS = 16
 MIN_KILLS = 3
@@ -40,8 +45,14 @@ def base(user: str) -> str:
 
 
 @pytest.fixture
-def server(tmp_path: Path, subprocess_log: Path) -> Iterator[Server]:
-    running = Server(tmp_path / "data", subprocess_log, SETTINGS)
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def server(data_dir: Path, subprocess_log: Path) -> Iterator[ServedHost]:
+    args = ["--data-dir", str(data_dir), "--settings", "none.json"]
+    running = ServedHost(subprocess_log, args, SETTINGS)
     running.start()
     yield running
     if running.process is not None and running.process.poll() is None:
@@ -62,7 +73,8 @@ def seed(port: int, user: str) -> list[str]:
     documents = f"{base(user)}/documents"
     created = sent(
         port, "PATCH", f"{documents}/user/user_dynamic.json",
-        {"ops": [{"op": "add", "path": "/content/preferences/-", "value": {"text": f"Use {c['pref']}"}}]},
+        {"ops": [{"op": "add", "path": "/content/preferences/-",
+                  "value": {"text": f"Use {c['pref']}"}}]},
         **{"If-None-Match": "*", "Idempotency-Key": "first"},
     )  # fmt: skip
     fact = {
@@ -109,16 +121,18 @@ def forget(port: int, user: str) -> dict[str, Any]:
     return done
 
 
-def test_a_forget_leaves_no_byte_of_the_user_anywhere_in_the_data_directory(server: Server):
+def test_a_forget_leaves_no_byte_of_the_user_anywhere_in_the_data_directory(
+    server: ServedHost, data_dir: Path
+):
     mine, theirs = seed(server.port, "u1"), seed(server.port, "u2")
-    assert set(where(server.data_dir, mine)) == set(mine)  # all on disk: the check can fail
+    assert set(where(data_dir, mine)) == set(mine)  # all on disk: the check can fail
 
     status = forget(server.port, "u1")
 
     assert status["verification"]["blobs_remaining"] == 0
     assert status["verification"]["residue_bytes_remaining"] == 0
-    assert where(server.data_dir, mine) == {}
-    assert set(where(server.data_dir, theirs)) == set(theirs)
+    assert where(data_dir, mine) == {}
+    assert set(where(data_dir, theirs)) == set(theirs)
 
 
 @dataclass
@@ -127,7 +141,7 @@ class Load:
     document, and so on; a request cut off by a kill is sent again, same key, until the
     restarted server answers. Every canary is recorded before it is sent."""
 
-    server: Server
+    server: ServedHost
     user: str
     canaries: list[str] = field(default_factory=list)
     acknowledged: list[str] = field(default_factory=list)
@@ -178,7 +192,9 @@ def temp_files_of(data_dir: Path, user: str) -> list[Path]:
     ]
 
 
-def test_after_kills_under_write_load_a_forget_still_leaves_nothing(server: Server):
+def test_after_kills_under_write_load_a_forget_still_leaves_nothing(
+    server: ServedHost, data_dir: Path
+):
     mine, theirs = seed(server.port, "u1"), seed(server.port, "u2")
     loads = [Load(server, "u1"), Load(server, "u2")]
     threads = [threading.Thread(target=load.run, daemon=True) for load in loads]
@@ -188,8 +204,8 @@ def test_after_kills_under_write_load_a_forget_still_leaves_nothing(server: Serv
     for kill in range(MAX_KILLS):
         time.sleep(random.uniform(0.3, 0.8))  # under load: most likely mid-write
         server.kill()
-        left = temp_files_of(server.data_dir, "u1")
-        cut_short |= in_files(server.data_dir, left, mine + loads[0].canaries)
+        left = temp_files_of(data_dir, "u1")
+        cut_short |= in_files(data_dir, left, mine + loads[0].canaries)
         server.start()
         if cut_short and kill + 1 >= MIN_KILLS:
             break
@@ -202,7 +218,7 @@ def test_after_kills_under_write_load_a_forget_still_leaves_nothing(server: Serv
 
     forget(server.port, "u1")
 
-    assert where(server.data_dir, mine + loads[0].canaries) == {}
-    assert set(where(server.data_dir, theirs)) == set(theirs)
-    kept = where(server.data_dir, loads[1].acknowledged)
+    assert where(data_dir, mine + loads[0].canaries) == {}
+    assert set(where(data_dir, theirs)) == set(theirs)
+    kept = where(data_dir, loads[1].acknowledged)
     assert set(kept) == set(loads[1].acknowledged)

@@ -10,13 +10,7 @@ own tests (each write fsyncs the file, then its directory) and the fault tests i
 from __future__ import annotations
 
 import http.client
-import json
-import os
 import random
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,77 +21,13 @@ from typing import Any
 import pytest
 
 from memnet.services.audit import fold
-from tests.conftest import AGENT_KEY, REPO
+from tests.conftest import REPO
+from tests.served import ServedHost, request, wait_until
 
 KILLS = 6
 DEADLINE_S = 45.0  # the whole test, on a slow 2-core machine
 MAX_WRITES = 1500  # 16 characters each: the project document's 32,000 stay far off
 URL = "/v1/tenants/t1/users/u1/documents/projects/crash.json"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Server:
-    """``python -m funchost serve`` on a free port over ``data_dir``, restartable."""
-
-    data_dir: Path
-    log: Path  # in the run's log directory: the secret scan reads it (tests/secret_scan.py)
-    settings: dict[str, str] = field(default_factory=dict)  # more MEMNET_* settings
-    port: int = 0
-    process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.port = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMNET_")}
-        env.update(
-            MEMNET_PROFILES_DIR=str(REPO / "profiles"),
-            MEMNET_CALLERS_FILE=str(REPO / "callers.dev.json"),
-            # A retry may take over the claim a killed request left pending at once.
-            MEMNET_IDEMPOTENCY_LEASE_SECONDS="0",
-        )
-        env.update(self.settings)
-        command = [sys.executable, "-m", "funchost", "serve", "--port", str(self.port)]
-        command += ["--data-dir", str(self.data_dir), "--settings", "none.json"]
-        log = self.log.open("ab")
-        self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=log)
-        log.close()
-        wait_until(lambda: request(self.port, "GET", "/v1/health")[0] == 200, 20)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=10)
-
-
-def request(port: int, method: str, path: str, body: Any = None, **headers: str) -> Any:
-    """``(status, ETag, JSON body)``; an OSError or HTTPException when the server is gone."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        payload = json.dumps(body).encode() if body is not None else None
-        sent = {"Authorization": f"Bearer {AGENT_KEY}", "Content-Type": "application/json"}
-        connection.request(method, path, payload, {**sent, **headers})
-        response = connection.getresponse()
-        data = response.read()
-        return response.status, response.getheader("ETag"), json.loads(data or b"null")
-    finally:
-        connection.close()
-
-
-def wait_until(condition: Any, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except (OSError, http.client.HTTPException):
-            pass
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 @dataclass
@@ -106,7 +36,7 @@ class Writer:
     the last response. A request cut off by a kill is sent again, same key and ETag, until
     the restarted server answers: it lands exactly once either way."""
 
-    server: Server
+    server: ServedHost
     etag: str
     acknowledged: dict[str, str] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
@@ -145,15 +75,22 @@ class Writer:
 
 
 @pytest.fixture
-def server(tmp_path: Path, subprocess_log: Path) -> Iterator[Server]:
-    running = Server(tmp_path / "data", subprocess_log)
+def server(tmp_path: Path, subprocess_log: Path) -> Iterator[ServedHost]:
+    env = {
+        "MEMNET_PROFILES_DIR": str(REPO / "profiles"),
+        "MEMNET_CALLERS_FILE": str(REPO / "callers.dev.json"),
+        # A retry may take over the claim a killed request left pending at once.
+        "MEMNET_IDEMPOTENCY_LEASE_SECONDS": "0",
+    }
+    args = ["--data-dir", str(tmp_path / "data"), "--settings", "none.json"]
+    running = ServedHost(subprocess_log, args, env)
     running.start()
     yield running
     if running.process is not None and running.process.poll() is None:
         running.kill()
 
 
-def test_sigkill_at_random_moments_loses_no_acknowledged_patch(server: Server):
+def test_sigkill_at_random_moments_loses_no_acknowledged_patch(server: ServedHost):
     started = time.monotonic()
     create = [{"op": "replace", "path": "/content/summary", "value": "crash test"}]
     status, etag, _ = request(

@@ -68,10 +68,10 @@ def test_round_trip_headers_query_and_body(server: RunningServer) -> None:
     assert payload["url"] == f"http://127.0.0.1:{server.port}/v1/things/t%201?a=1&b=two"
 
 
-def test_catch_all_with_encoded_slash(server: RunningServer) -> None:
-    status, _, raw = _request(server, "GET", "/v1/tenants/t1/docs/ns/a%2Fb/c.json")
+def test_catch_all_keeps_an_encoded_slash_as_kestrel_does(server: RunningServer) -> None:
+    status, _, raw = _request(server, "GET", "/v1/tenants/t1/docs/ns/a%2Fb/c%2Ed.json")
     assert status == 200
-    assert json.loads(raw) == {"tenant_id": "t1", "namespace": "ns", "path": "a/b/c.json"}
+    assert json.loads(raw) == {"tenant_id": "t1", "namespace": "ns", "path": "a%2Fb/c.d.json"}
 
 
 def test_literal_route_with_colon_and_status(server: RunningServer) -> None:

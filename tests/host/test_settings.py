@@ -68,3 +68,56 @@ def test_host_limits_are_read_from_their_settings() -> None:
 def test_a_bad_host_limit_names_its_setting(name: str, value: str) -> None:
     with pytest.raises(ValueError, match=name):
         HostLimits.from_env({name: value})
+
+
+# --- Paths in settings are from the app's root, not the working directory --------------
+
+
+def test_relative_setting_paths_are_from_the_app_root_not_the_working_directory() -> None:
+    from memnet.settings import APP_ROOT, Settings
+
+    assert (APP_ROOT / "function_app.py").is_file() and (APP_ROOT / "host.json").is_file()
+    settings = Settings.from_env(
+        {
+            "MEMNET_CALLERS_FILE": "callers.json",
+            "MEMNET_PROFILES_DIR": "related/profiles",
+            "MEMNET_RETENTION_FILE": "/etc/memnet/retention.json",  # absolute: as it is
+            "MEMNET_KEY_FILE": "keys/kek.json",
+        }
+    )
+    assert settings.callers_file == APP_ROOT / "callers.json"
+    assert settings.profiles_dir == APP_ROOT / "related" / "profiles"
+    assert settings.retention_file == Path("/etc/memnet/retention.json")
+    assert settings.snapshot_key_file == APP_ROOT / "keys" / "kek.json"
+    assert settings.data_dir == APP_ROOT / ".memnet"  # the default too
+    assert Settings().profiles_dir == APP_ROOT / "profiles"
+
+
+def test_the_host_started_from_another_directory_serves_as_from_the_app_root(
+    tmp_path: Path, subprocess_log: Path
+) -> None:
+    """``callers.json``-style relative settings, host.json's route prefix: all found from
+    the folder of function_app.py; the command line's own ``--data-dir`` is the shell's."""
+    from tests.served import ServedHost, request
+
+    values = tmp_path / "values.json"
+    relative = {"MEMNET_CALLERS_FILE": "callers.dev.json", "MEMNET_PROFILES_DIR": "profiles"}
+    values.write_text(json.dumps({"Values": relative}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    host = ServedHost(subprocess_log, ["--settings", str(values), "--data-dir", "data"])
+    host.cwd = elsewhere
+    host.start()  # waits for /v1/health: the route prefix "" of the app's host.json
+    try:
+        url = "/v1/tenants/t1/users/u1/documents/projects/x.json"
+        ops = [{"op": "replace", "path": "/content/summary", "value": "from elsewhere"}]
+        created = request(
+            host.port, "PATCH", url, {"ops": ops}, **{"If-None-Match": "*", "Idempotency-Key": "k"}
+        )
+        assert created[0] == 201, created
+        status, _, body = request(host.port, "GET", url)
+        assert status == 200 and body["document"]["content"]["summary"] == "from elsewhere"
+    finally:
+        host.stop()
+    assert (elsewhere / "data").is_dir()
+    assert list(elsewhere.iterdir()) == [elsewhere / "data"]  # nothing else written here

@@ -92,6 +92,7 @@ def test_the_transport_headers_are_checked(small_host: str):
     error_of(post(small_host, rpc("ping"), Accept="application/json"), 406, -32000)
     assert post(small_host, rpc("ping"), Accept="*/*").status_code == 200
     error_of(post(small_host, rpc("ping"), **{"Content-Type": "text/plain"}), 415, -32600)
+    error_of(post(small_host, rpc("ping"), **{"Content-Encoding": "gzip"}), 415, -32600)
     error_of(post(small_host, rpc("ping"), **{"MCP-Protocol-Version": "1999-01-01"}), 400, -32600)
 
 

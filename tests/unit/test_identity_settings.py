@@ -101,7 +101,7 @@ def test_secrets_stay_out_of_the_settings_repr():
             "MEMNET_API_KEY_PEPPER": PLANTED["api key pepper"],
             "MEMNET_OPENAI_API_KEY": PLANTED["openai api key"],
             "MEMNET_SEARCH_API_KEY": PLANTED["search api key"],
-            "MEMNET_BLOB_CONNECTION_STRING": "AccountKey=" + PLANTED["vault secret"],
+            "MEMNET_BLOB": "AccountKey=" + PLANTED["vault secret"],
         }
     )
     text = repr(settings)

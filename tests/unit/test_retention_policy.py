@@ -75,6 +75,8 @@ def test_replay_records_follow_the_snapshot_rule_unless_set() -> None:
         ({"organisation": {"documents_days": 3}}, "/organisation/documents_days"),
         ({"tenants": {"t1": {"audit": 3}}}, "/tenants/t1/audit"),
         ({"tenants": []}, "/tenants"),
+        ({"tenants": {"acme ": {"events_days": 3}}}, "/tenants/acme "),  # no route names it
+        ({"tenants": {"*": {"events_days": 3}}}, "/tenants/*"),
     ],
 )
 def test_a_bad_retention_file_names_the_field(raw: object, field: str) -> None:

@@ -146,10 +146,22 @@ def _services(values: Any, where: str, source: str) -> frozenset[str]:
 
 
 def _need(entry: dict[str, Any], where: str, source: str) -> None:
+    """The fields every entry has: an identifier, and three non-empty lists (an empty one
+    would make a caller that can do nothing, a typo nobody would notice); a tenant is an
+    identifier or ``"*"``, as the routes take them (a tenant that could never be in a
+    route, ``"acme "``, would bind the caller to nothing)."""
     if not isinstance(entry.get("caller_id"), str) or not SEGMENT.fullmatch(entry["caller_id"]):
         raise ConfigError(source, f"{where}/caller_id", "must be an identifier")
     for name in ("tenants", "profiles", "roles"):
         values = entry.get(name)
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            problem = f"must be a list of strings ({ANY!r} = all)"
+        if (
+            not isinstance(values, list)
+            or not values
+            or not all(isinstance(v, str) for v in values)
+        ):
+            problem = f"must be a non-empty list of strings ({ANY!r} = all)"
             raise ConfigError(source, f"{where}/{name}", problem)
+    for i, tenant in enumerate(entry["tenants"]):
+        if tenant != ANY and not SEGMENT.fullmatch(tenant):
+            problem = f"{tenant!r} is not a tenant id (letters, digits, '.', '_', '-') or {ANY!r}"
+            raise ConfigError(source, f"{where}/tenants/{i}", problem)

@@ -48,6 +48,18 @@ class Health(Closed):
     status: Literal["ok"]
 
 
+class EmbedderHealth(Closed):
+    """``{"kind": "none"}``, or the embedder and whether one call to it succeeded
+    (``reachable`` null while the first check runs; docs/search.md, "Health")."""
+
+    kind: str
+    model: str | None = None
+    describe: str | None = None
+    reachable: bool | None = None
+    checked_at: str | None = None
+    error: str | None = None
+
+
 class HealthDetails(Closed):
     status: Literal["ok"]
     storage: str
@@ -56,6 +68,7 @@ class HealthDetails(Closed):
     auth: str
     quotas: str
     profiles: list[str]
+    embedder: EmbedderHealth
 
 
 # -- documents --------------------------------------------------------------------------------

@@ -1,0 +1,43 @@
+"""Every route the README and docs/ name is spelled as the server serves it: under
+``/v1/`` (host.json's route prefix is ``""``, and every route is versioned), or the MCP
+endpoint. docs/deploy.md once named ``/health/details`` and ``/admin/reindex``.
+(docs/related/ quotes the other systems' own routes, and is left out.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+ROUTE = re.compile(r"`(?:GET|POST|PUT|PATCH|DELETE|HEAD) (/[^`\s]*)")
+
+
+def test_every_route_the_docs_name_is_a_served_path() -> None:
+    pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    named = [(p.name, m.group(1)) for p in pages for m in ROUTE.finditer(p.read_text())]
+    assert len(named) > 20  # the pattern still finds the routes
+    wrong = [(page, path) for page, path in named if not path.startswith(("/v1/", "/runtime/"))]
+    assert wrong == []
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_every_link_of_the_docs_stays_in_the_repository_and_resolves() -> None:
+    """A relative link names a file of this repository (the related guides once pointed
+    into a folder beside it); no page cites a path outside it in prose either."""
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    broken, outside = [], []
+    for page in pages:
+        text = page.read_text()
+        for target in LINK.findall(text):
+            if target.startswith(("http://", "https://", "#", "mailto:")):
+                continue
+            resolved = (page.parent / target.split("#", 1)[0]).resolve()
+            if not resolved.is_relative_to(REPO):
+                outside.append((page.name, target))
+            elif not resolved.exists():
+                broken.append((page.name, target))
+        if "shared/spec" in text:
+            outside.append((page.name, "shared/spec"))
+    assert (broken, outside) == ([], [])
