@@ -7,6 +7,7 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import azure.functions as func
+import azurefunctions.extensions.bindings.blob as blob
 
 from memnet.api import (
     context,
@@ -169,15 +170,17 @@ def redrive_replay(req: func.HttpRequest) -> func.HttpResponse:
 
 
 @app.blob_trigger(
-    arg_name="snapshot",
+    arg_name="client",
     path="%MEMNET_BLOB_CONTAINER%/tenants/{tenant_id}/users/{user_id}/snapshots/{conversation_id}/{snapshot_id}.json",
     connection="MEMNET_BLOB",
     source=func.BlobSource.EVENT_GRID,
 )
-def snapshot_written(snapshot: func.InputStream) -> None:
+def snapshot_written(client: blob.BlobClient) -> None:
     """A snapshot written straight to storage starts the same replay (deduplicated with
-    the upload route on the snapshot id). Event Grid source, as Flex Consumption needs."""
-    handle_snapshot_blob(snapshot.name or "")
+    the upload route on the snapshot id). Event Grid source, as Flex Consumption needs.
+    Typed as the SDK's client, the trigger is bound without the blob's content: only the
+    names are read here (no I/O); the replay worker reads the snapshot itself."""
+    handle_snapshot_blob(client.container_name, client.blob_name)
 
 
 # -- forgetting (spec 17; docs/forgetting.md) ------------------------------------------------

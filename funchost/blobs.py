@@ -6,15 +6,25 @@ store's, the path template (``%NAME%`` settings resolved from os.environ, as the
 Functions host does) is compiled once: the first segment is the container, each
 ``{name}`` in the rest matches one path segment (``[^/]+``), everything else is literal.
 Each poll lists the store under the template's static prefix (the part before the first
-``{``) and invokes the function once per new matching blob with a real
-``func.blob.InputStream`` named ``<container>/<blob name>``.
+``{``) and invokes the function once per new matching blob. What the function receives is
+decided by its parameter's type, as the Functions worker decides it: a parameter typed as
+the ``BlobClient`` SDK type of ``azurefunctions-extensions-bindings-blob`` gets a real
+``azure.storage.blob.BlobClient`` naming the container and the blob, built without I/O and
+the blob never read (the worker's deferred binding); any other parameter gets a real
+``func.blob.InputStream`` of the content named ``<container>/<blob name>``. The client's
+account is :data:`LOCAL_ACCOUNT_URL`, which resolves nowhere: the store is files here, so
+such a function may read only the client's names (ours does). The other SDK types
+(``ContainerClient``, ``StorageStreamDownloader``) are not emulated: such a function is
+not started, logged.
 
 Delivery is at least once, as with Event Grid: seen blobs are remembered in memory, so
 every restart fires again for every existing matching blob. The app's blob functions
 must therefore be idempotent, and ours are (the snapshot trigger's replay is keyed by a
 create-only replay record). A blob is remembered by name only: one overwritten in place
 does not fire again. A function that raises is logged and retried on the next poll, up
-to :data:`MAX_ATTEMPTS` attempts in all, then logged as given up (a poison blob).
+to :data:`MAX_ATTEMPTS` attempts in all, then logged as given up (a poison blob). A
+client-typed function also fires for a blob deleted between the listing and the call, as
+on Azure for one deleted just after the host's check: the function must bear it.
 
 Cost: each poll lists every blob under each watched prefix. The snapshot trigger's
 prefix is ``tenants/``, i.e. the whole store: measured at 14 ms per 10,000 blobs on the
@@ -30,10 +40,13 @@ import logging
 import os
 import re
 import threading
+import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import azure.functions as func
+from azure.storage.blob import BlobClient
+from azurefunctions.extensions.base import get_binding_registry
 
 from funchost.index import BlobFunction, invoke
 from memnet.ports import BlobNotFound, BlobStore
@@ -41,6 +54,7 @@ from memnet.ports import BlobNotFound, BlobStore
 logger = logging.getLogger("funchost")
 
 MAX_ATTEMPTS = 5
+LOCAL_ACCOUNT_URL = "https://funchost.invalid"  # a reserved name (RFC 2606): never resolves
 _SETTING = re.compile(r"%([^%]+)%")
 _PARAMETER = re.compile(r"\{[^{}/]+\}")
 
@@ -83,10 +97,28 @@ def compile_blob_path(path: str, env: Mapping[str, str] | None = None) -> BlobPa
     return BlobPath(container, template.partition("{")[0], re.compile(pattern))
 
 
+def binds_client(function: BlobFunction) -> bool:
+    """Whether ``function``'s trigger parameter is bound to a ``BlobClient`` (True) or to
+    the content (False). The Functions worker defers the binding exactly when the resolved
+    annotation is an SDK type (``check_supported_type`` of the extensions' registry);
+    :class:`ValueError` for an annotation that cannot be resolved or an SDK type other
+    than a ``BlobClient``."""
+    try:
+        hint = typing.get_type_hints(function.function).get(function.arg_name)
+    except (NameError, TypeError) as exc:
+        raise ValueError(f"the type of {function.arg_name!r} cannot be resolved: {exc}") from exc
+    if not get_binding_registry().check_supported_type(hint):
+        return False
+    if isinstance(hint, type) and issubclass(hint, BlobClient):
+        return True
+    raise ValueError(f"SDK type {hint!r} is not emulated here; BlobClient is")
+
+
 @dataclass(frozen=True)
 class _Watch:
     function: BlobFunction
     path: BlobPath
+    client: bool  # binds_client(function)
 
 
 class BlobPoller:
@@ -128,7 +160,7 @@ class BlobPoller:
             for name in self._new_blobs(watch):
                 if stop is not None and stop.is_set():
                     return fired
-                fired += self._fire(watch.function, name)
+                fired += self._fire(watch, name)
         return fired
 
     def _new_blobs(self, watch: _Watch) -> list[str]:
@@ -141,26 +173,33 @@ class BlobPoller:
         key = watch.function.name
         return [n for n in names if (key, n) not in self._seen and watch.path.matches(n)]
 
-    def _fire(self, function: BlobFunction, name: str) -> int:
-        """Invoke ``function`` for blob ``name`` (0 when the blob could not be read)."""
+    def _fire(self, watch: _Watch, name: str) -> int:
+        """Invoke the watch's function for blob ``name`` (0 when the blob could not be read)."""
+        function = watch.function
         try:
-            blob = self._store.read(name)
+            argument = self._client(name) if watch.client else self._stream(name)
         except BlobNotFound:
             return 0  # deleted since it was listed: nothing to fire for
         except Exception:  # a storage failure is not the function's: retried, not counted
             logger.exception("reading blob %s for %s failed", name, function.name)
             return 0
-        stream = func.blob.InputStream(
-            name=f"{self._container}/{name}", data=blob.data, length=len(blob.data)
-        )
         try:
-            invoke(function.function, function.arg_name, stream)
+            invoke(function.function, function.arg_name, argument)
         except Exception:
             self._failed(function, name)
         else:
             self._done(function, name)
             logger.info("blob function %s ran for %s", function.name, name)
         return 1
+
+    def _client(self, name: str) -> BlobClient:
+        """A client naming blob ``name``: no I/O, and the blob is not read."""
+        return BlobClient(LOCAL_ACCOUNT_URL, container_name=self._container, blob_name=name)
+
+    def _stream(self, name: str) -> func.InputStream:
+        blob = self._store.read(name)
+        data = blob.data
+        return func.blob.InputStream(name=f"{self._container}/{name}", data=data, length=len(data))
 
     def _failed(self, function: BlobFunction, name: str) -> None:
         key = (function.name, name)
@@ -181,6 +220,7 @@ def _watch(function: BlobFunction, container: str, env: Mapping[str, str] | None
     """The function's compiled path when it watches ``container``; else None, logged."""
     try:
         path = compile_blob_path(function.path, env)
+        client = binds_client(function)
     except ValueError as exc:
         logger.error("blob function %s not started: %s", function.name, exc)
         return None
@@ -192,7 +232,7 @@ def _watch(function: BlobFunction, container: str, env: Mapping[str, str] | None
             container,
         )
         return None
-    return _Watch(function, path)
+    return _Watch(function, path, client)
 
 
 def blob_poller_for(

@@ -1,6 +1,7 @@
 """Which adapter each setting selects (:mod:`memnet.bootstrap` wires them to the
-services). Adapters are imported only when chosen, so an embedded deployment never
-imports the Azure SDKs and a cold start imports what it uses."""
+services). Adapters are imported only when chosen, so the core never imports the Azure
+SDKs for an embedded deployment (``function_app``'s blob-trigger binding package does:
+docs/decisions.md) and a cold start imports what it uses."""
 
 from __future__ import annotations
 

@@ -22,11 +22,10 @@ def handle_replay_job(body: str) -> None:
     bootstrap.services().replay.handle_message(body)
 
 
-def handle_snapshot_blob(name: str) -> None:
-    """The blob trigger: ``name`` is ``<container>/<blob name>``; start that snapshot's
-    replay (once: :meth:`memnet.services.snapshots.SnapshotService.start`)."""
+def handle_snapshot_blob(container: str, blob_name: str) -> None:
+    """The blob trigger: start the replay of snapshot blob ``blob_name`` of ``container``
+    (once: :meth:`memnet.services.snapshots.SnapshotService.start`)."""
     services = bootstrap.services()
-    container, _, blob_name = name.partition("/")
     if container != services.settings.blob_container:
         return
     services.snapshots.start_from_blob(blob_name)

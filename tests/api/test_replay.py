@@ -12,8 +12,10 @@ from typing import Any
 
 import azure.functions as func
 import pytest
+from azure.storage.blob import BlobClient
 
 import function_app
+from funchost.blobs import LOCAL_ACCOUNT_URL
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.layout import SnapshotRef
@@ -337,10 +339,10 @@ def test_the_blob_trigger_replays_a_snapshot_written_straight_to_storage(setup, 
     from memnet.ports import Condition
 
     services.blobs.write(REF.blob_name, sealed, Condition.create_only())
-    name = f"{services.settings.blob_container}/{REF.blob_name}"
-    stream = func.blob.InputStream(name=name, data=sealed)  # type: ignore[no-untyped-call]
-    function_app.snapshot_written(stream)
-    function_app.snapshot_written(stream)  # Event Grid delivers at least once
+    # What the worker's SDK-type binding hands the function: a client naming the blob.
+    client = BlobClient(LOCAL_ACCOUNT_URL, services.settings.blob_container, REF.blob_name)
+    function_app.snapshot_written(client)
+    function_app.snapshot_written(client)  # Event Grid delivers at least once
     assert services.queue.count(REPLAY_QUEUE) == 1
     drain(services)
     status = api.request("GET", SNAP + "/replay").data

@@ -1,12 +1,23 @@
 """The app settings of the template against the code: every setting
 ``Settings.from_env`` reads, every trigger connection and ``%NAME%``, the telemetry
-settings, and the runtime pin of Flex Consumption."""
+settings, the runtime pin of Flex Consumption, and the snapshot trigger's SDK-type binding
+as the Azure worker resolves it."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
+from types import SimpleNamespace
+
+import azurefunctions.extensions.bindings.blob as blob
+import pytest
+from azure.identity import ManagedIdentityCredential
+from azurefunctions.extensions.base import Datum, get_binding_registry
+from azurefunctions.extensions.bindings.blob.utils import using_user_managed_identity
 
 from memnet.settings import Settings
 from tests.conftest import REPO
@@ -274,3 +285,73 @@ def test_every_value_of_the_local_settings_example_is_read_by_something() -> Non
     unread = set(values) - env.read - triggers - percent - set(HOST_VALUES)
     assert unread == set()
     assert {"MEMNET_BLOB", "MEMNET_QUEUE"} <= env.read & triggers  # one name, both readers
+
+
+# -- the snapshot trigger's SDK-type binding (issue 26 item 13) -------------------------------
+
+SAMPLE_VALUES = {  # for the settings the template computes (None in app_settings())
+    "MEMNET_BLOB__blobServiceUri": "https://st.blob.core.windows.net/",
+    "MEMNET_BLOB__queueServiceUri": "https://st.queue.core.windows.net/",
+    "MEMNET_BLOB__clientId": "00000000-0000-0000-0000-00000000c11d",
+}
+
+
+# What the Azure worker sends the host for each blob trigger when it indexes the app (its
+# loader hands the extensions' registry the resolved parameter types), from a fresh app:
+# get_functions() runs once per app.
+_RAW_BLOB_BINDINGS = """
+import json, typing, function_app
+from azurefunctions.extensions.base import get_binding_registry
+
+class Param:  # the worker's record of a parameter, of which the extension reads the type
+    def __init__(self, pytype):
+        self.pytype = pytype
+
+found = {}
+for f in function_app.app.get_functions():
+    if f.get_trigger().type == "blobTrigger":
+        hints = typing.get_type_hints(f.get_user_function())
+        params = {b.name: Param(hints.get(b.name)) for b in f.get_bindings()}
+        raw, _ = get_binding_registry().get_raw_bindings(f, params)
+        found[f.get_function_name()] = [json.loads(r) for r in raw]
+print(json.dumps(found))
+"""
+
+
+def test_the_snapshot_trigger_asks_the_host_for_the_blobs_name_not_its_content() -> None:
+    """Typed as the SDK's BlobClient, the trigger is marked SupportsDeferredBinding, so the
+    host sends the blob's connection, container and name (model binding data), never its
+    content."""
+    run = [sys.executable, "-c", _RAW_BLOB_BINDINGS]
+    out = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, check=True, timeout=120)
+    (trigger,) = json.loads(out.stdout)["snapshot_written"]
+    assert trigger["properties"] == {"SupportsDeferredBinding": True}
+    assert (trigger["type"], trigger["source"]) == ("blobTrigger", "EventGrid")
+
+
+def test_the_workers_blob_client_uses_the_templates_identity_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker turns the host's model binding data into a BlobClient with the
+    connection's app settings (the extension reads ``<connection>``, ``__serviceUri`` or
+    ``__blobServiceUri``, and with ``__credential`` and ``__clientId`` the user-assigned
+    identity): the template's MEMNET_BLOB__* settings must be ones it reads."""
+    for name in [n for n in os.environ if n == "MEMNET_BLOB" or n.startswith("MEMNET_BLOB__")]:
+        monkeypatch.delenv(name)
+    for name, value in app_settings().items():
+        if name.startswith("MEMNET_BLOB__"):
+            monkeypatch.setenv(name, value if value is not None else SAMPLE_VALUES[name])
+    content = {"Connection": "MEMNET_BLOB", "ContainerName": "memnet", "BlobName": "tenants/t.json"}
+    data = SimpleNamespace(
+        version="1.0",
+        source="AzureStorageBlobs",
+        content_type="application/json",
+        content=json.dumps(content),
+    )
+    converter = get_binding_registry().get("blobTrigger")
+    datum = Datum(data, "model_binding_data")
+    client = converter.decode(datum, trigger_metadata={}, pytype=blob.BlobClient)
+    assert (client.container_name, client.blob_name) == ("memnet", "tenants/t.json")
+    assert client.url.startswith(SAMPLE_VALUES["MEMNET_BLOB__blobServiceUri"])
+    assert isinstance(client.credential, ManagedIdentityCredential)
+    assert using_user_managed_identity("MEMNET_BLOB")  # the client id, not the system identity

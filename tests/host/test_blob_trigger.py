@@ -1,7 +1,9 @@
 """Blob triggers on the local host (funchost.blobs): the path template, with its
 ``%SETTING%`` resolved, is polled over a BlobStore; each new matching blob fires its
-function once with a real ``func.blob.InputStream``; a failing one is retried, then given
-up (ARCHITECTURE.md section 1, "One set of function code")."""
+function once with what its parameter's type asks for, as the Functions worker binds it
+(a real ``func.blob.InputStream`` of the content, or for the ``BlobClient`` SDK type a real
+``azure.storage.blob.BlobClient`` naming the blob, which the host never reads); a failing
+one is retried, then given up (ARCHITECTURE.md section 1, "One set of function code")."""
 
 from __future__ import annotations
 
@@ -12,14 +14,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import azure.functions as func
+import azurefunctions.extensions.bindings.blob as blob
 import pytest
+from azure.storage.blob import BlobClient
 
 import funchost
-from funchost import RunningServer, start_in_thread
-from funchost.blobs import MAX_ATTEMPTS, compile_blob_path, resolve_settings
+from funchost import RunningServer, functions_of, start_in_thread
+from funchost.blobs import MAX_ATTEMPTS, binds_client, compile_blob_path, resolve_settings
 from funchost.settings import blob_poll_seconds
 from memnet.adapters.local.blobstore import FileBlobStore
-from memnet.ports import Condition
+from memnet.ports import Blob, BlobStore, Condition
 
 T = TypeVar("T")
 CONTAINER = "blob-tests"
@@ -29,6 +33,7 @@ blob_app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 inbox_calls: list[tuple[str | None, bytes]] = []
 poison_attempts: list[str | None] = []
 elsewhere_calls: list[str | None] = []
+client_calls: list[tuple[type, str, str]] = []
 
 
 @blob_app.blob_trigger(
@@ -56,6 +61,30 @@ def other_container(blob: func.InputStream) -> None:
     elsewhere_calls.append(blob.name)
 
 
+@blob_app.blob_trigger(
+    arg_name="client",
+    path="%FH_BLOB_CONTAINER%/clients/{a}/{b}.json",
+    connection="AzureWebJobsStorage",
+    source=func.BlobSource.EVENT_GRID,
+)
+def client_named(client: blob.BlobClient) -> None:
+    client_calls.append((type(client), client.container_name, client.blob_name))
+
+
+class Unreadable:
+    """A BlobStore whose blobs can be listed but never read: all a host needs to run a
+    function bound to a client."""
+
+    def __init__(self, store: BlobStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def read(self, name: str) -> Blob:
+        raise PermissionError(f"blob {name} is not readable here")
+
+
 def wait_for(probe: Callable[[], T], seconds: float = 5.0) -> T:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -68,7 +97,7 @@ def wait_for(probe: Callable[[], T], seconds: float = 5.0) -> T:
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FileBlobStore]:
     monkeypatch.setenv("FH_BLOB_CONTAINER", CONTAINER)
-    for calls in (inbox_calls, poison_attempts, elsewhere_calls):
+    for calls in (inbox_calls, poison_attempts, elsewhere_calls, client_calls):
         calls.clear()
     yield FileBlobStore(tmp_path, CONTAINER, fsync=False)
 
@@ -77,10 +106,12 @@ def put(store: FileBlobStore, name: str, data: bytes = b"{}") -> None:
     store.write(name, data, Condition.create_only())
 
 
-def serve(store: FileBlobStore | None, poll: float | None = POLL) -> RunningServer:
+def serve(
+    store: BlobStore | None, poll: float | None = POLL, app: func.FunctionApp = blob_app
+) -> RunningServer:
     """The host over ``store`` (None: no store), polling every ``poll`` s (None: setting)."""
     return start_in_thread(
-        blob_app, blobs=store, blob_container=CONTAINER, blob_poll_seconds=poll, run_timers=False
+        app, blobs=store, blob_container=CONTAINER, blob_poll_seconds=poll, run_timers=False
     )
 
 
@@ -98,6 +129,45 @@ def test_each_matching_blob_fires_once_with_its_name_and_data(store: FileBlobSto
         (f"{CONTAINER}/inbox/t2/s2.json", '{"n": "☃"}'.encode()),
     ]
     assert elsewhere_calls == []
+
+
+def test_a_client_typed_function_gets_a_client_naming_the_blob_it_never_reads(
+    store: FileBlobStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    put(store, "clients/t☃/s 1.json", b"x" * 100_000)
+    put(store, "inbox/t1/s1.json")
+    with caplog.at_level(logging.INFO, logger="funchost"), serve(Unreadable(store)):
+        wait_for(lambda: client_calls)
+        wait_for(lambda: "reading blob inbox/t1/s1.json for inbox_written failed" in caplog.text)
+    assert client_calls == [(BlobClient, CONTAINER, "clients/t☃/s 1.json")]
+    assert inbox_calls == []  # a stream-typed function needs the content: not fired
+
+
+def test_the_parameter_type_decides_what_a_blob_function_gets() -> None:
+    functions = {f.name: f for f in functions_of(blob_app).blob_functions}
+    assert {name: binds_client(f) for name, f in functions.items()} == {
+        "inbox_written": False,
+        "always_fails": False,
+        "other_container": False,
+        "client_named": True,
+    }
+
+
+def test_an_sdk_type_the_host_does_not_emulate_is_not_started(
+    store: FileBlobStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
+    calls: list[object] = []
+
+    @app.blob_trigger(arg_name="box", path="%FH_BLOB_CONTAINER%/inbox/{a}/{b}.json", connection="S")
+    def whole_container(box: blob.ContainerClient) -> None:
+        calls.append(box)
+
+    put(store, "inbox/a/one.json")
+    with caplog.at_level(logging.INFO, logger="funchost"), serve(store, app=app):
+        time.sleep(POLL * 6)
+    assert calls == []
+    assert "blob function whole_container not started: SDK type" in caplog.text
 
 
 def test_existing_blobs_fire_on_startup(store: FileBlobStore) -> None:

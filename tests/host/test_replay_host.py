@@ -1,6 +1,8 @@
 """The whole replay path on the local host, as `scripts/serve` runs it: an upload over
 real HTTP, the queue-triggered worker run by the host, the rule extractor; and a
-snapshot written straight to the store, found by the host's blob-trigger poller."""
+snapshot written straight to the store, found by the host's blob-trigger poller, which
+hands the trigger a client naming the blob and never reads it (the poller's store here
+cannot read: only the replay worker, through the services, reads the snapshot)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from memnet.ports import Condition
 from memnet.services.sealing import seal
 from tests.clients import HttpClient, Reply
 from tests.conftest import AGENT_KEY, doc_url, make_settings
+from tests.host.test_blob_trigger import Unreadable
 
 TRANSCRIPT = {
     "messages": [
@@ -52,7 +55,7 @@ def host(
         function_app.app,
         route_prefix="",
         queues=services.queue,
-        blobs=services.blobs,
+        blobs=Unreadable(services.blobs),
         blob_container=services.settings.blob_container,
         blob_poll_seconds=0.05,
     )
