@@ -45,13 +45,15 @@ def test_the_documented_azurite_recipe_serves_from_azurite(
     host = ServedHost(subprocess_log, args, env)
     host.start()
     try:
-        ops = [{"op": "add", "path": "/content/preferences/-", "value": "Prefers Azurite."}]
+        ops = [
+            {"op": "add", "path": "/content/preferences/-", "value": {"text": "Prefers Azurite."}}
+        ]
         headers = {"If-None-Match": "*", "Idempotency-Key": "recipe"}
         status, etag, body = request(host.port, "PATCH", DOC, {"ops": ops}, **headers)
         assert status == 201, body
         status, read_etag, body = request(host.port, "GET", DOC)
         assert status == 200 and read_etag == etag
-        assert body["document"]["content"]["preferences"] == ["Prefers Azurite."]
+        assert body["document"]["content"]["preferences"] == [{"text": "Prefers Azurite."}]
     finally:
         host.stop()
     from azure.storage.blob import ContainerClient
