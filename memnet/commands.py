@@ -125,6 +125,12 @@ def _sweep(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any]
 
 def _compact(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     compaction = services.compaction
+    if args.all and args.dry_run:
+        # The resumable scan saves its place as it goes: a dry run of it would write.
+        print(
+            "--dry-run takes one document (TENANT/USER/NAMESPACE/PATH), not --all", file=sys.stderr
+        )
+        return {"error": "dry run of --all"}, 2
     if args.all:
         changed: list[str] = []
         visited = 0

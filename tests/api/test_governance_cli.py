@@ -162,6 +162,7 @@ def test_every_governance_command_takes_a_dry_run_that_writes_nothing(services, 
     before = store(services)
     run(capsys, "sweep", "--dry-run")
     run(capsys, "compact", "t1/u1/user/user_dynamic.json", "--dry-run")
+    run(capsys, "compact", "--all", "--dry-run", code=2)  # the scan saves its place: refused
     run(capsys, "forget", "t1/u1", "--dry-run")
     shown = run(capsys, "hold", "set", "t1/u1", "--reason", "case 8", "--dry-run")
     assert shown["dry_run"] is True and shown["current"] is None
