@@ -96,6 +96,11 @@ param instanceMemoryMB int = 2048
 @description('HTTP requests one instance serves at once; also the worker thread pool and the quota batch cap. Measured for a 2,048 MB (one core) instance: docs/performance.md, "Per-instance concurrency".')
 param httpPerInstanceConcurrency int = 16
 
+@minValue(0)
+@maxValue(365)
+@description('Days the storage account keeps a deleted blob recoverable (blob soft delete); 0 turns it off. A forgotten user\'s blobs stay recoverable by storage administrators this long, and forget receipts say until when: docs/forgetting.md, "What is left on disk".')
+param blobSoftDeleteDays int = 7
+
 @description('VNet integration and private endpoints for storage, search and Key Vault; public access off.')
 param enablePrivateNetworking bool = false
 
@@ -155,6 +160,7 @@ module storage 'modules/storage.bicep' = {
     deploymentContainerName: 'app-package-${token}'
     workspaceId: monitoring.outputs.workspaceId
     enablePrivateNetworking: enablePrivateNetworking
+    softDeleteDays: blobSoftDeleteDays
   }
 }
 
@@ -250,6 +256,7 @@ var memnetSettings = {
   MEMNET_STORAGE: 'azure'
   MEMNET_BLOB_ACCOUNT_URL: storage.outputs.blobEndpoint
   MEMNET_BLOB_CONTAINER: blobContainerName
+  MEMNET_BLOB_SOFT_DELETE_DAYS: string(blobSoftDeleteDays)
   MEMNET_SEARCH: 'azure'
   MEMNET_SEARCH_ENDPOINT: search.outputs.endpoint
   MEMNET_SEARCH_INDEX: searchIndexName

@@ -167,7 +167,10 @@ def build(
         holds,
         clock,
         JobSettings(
-            settings.job_max_seconds, settings.sweep_page_size, settings.forget_grace_seconds
+            settings.job_max_seconds,
+            settings.sweep_page_size,
+            settings.forget_grace_seconds,
+            settings.blob_soft_delete_days,
         ),
         quotas.forget_user,
     )

@@ -87,6 +87,7 @@ class Settings:
     sweep_page_size: int = 1000
     forget_grace_seconds: int = 60
     forget_quiet_seconds: int = 3600
+    blob_soft_delete_days: int = 0  # the storage account's soft delete (forget receipts)
     auth_modes: tuple[str, ...] = ("apikeys",)
     api_key_pepper: str | None = field(default=None, repr=False)  # secret
     entra_tenant_id: str | None = None
@@ -172,6 +173,7 @@ class Settings:
             sweep_page_size=_int(env, "MEMNET_SWEEP_PAGE_SIZE", 1000),
             forget_grace_seconds=_int(env, "MEMNET_FORGET_GRACE_SECONDS", 60),
             forget_quiet_seconds=_int(env, "MEMNET_FORGET_QUIET_SECONDS", 3600),
+            blob_soft_delete_days=_int(env, "MEMNET_BLOB_SOFT_DELETE_DAYS", 0),
             auth_modes=_list(env, "MEMNET_AUTH", ("apikeys",)),
             api_key_pepper=env.get("MEMNET_API_KEY_PEPPER") or None,
             entra_tenant_id=env.get("MEMNET_ENTRA_TENANT_ID") or None,
@@ -210,6 +212,8 @@ class Settings:
                 "MEMNET_QUEUE",
                 "azure storage needs it (connection string) or MEMNET_QUEUE__queueServiceUri",
             )
+        if not 0 <= self.blob_soft_delete_days <= 365:
+            raise ConfigError("settings", "MEMNET_BLOB_SOFT_DELETE_DAYS", "must be from 0 to 365")
         if self.search not in STORAGE_KINDS:
             raise ConfigError("settings", "MEMNET_SEARCH", f"must be one of {STORAGE_KINDS}")
         if self.search == "azure" and not self.search_endpoint:

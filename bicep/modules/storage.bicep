@@ -10,6 +10,8 @@ param containerName string
 param deploymentContainerName string
 param workspaceId string
 param enablePrivateNetworking bool
+@description('Days a deleted blob stays recoverable; 0: soft delete off.')
+param softDeleteDays int
 
 // Queue names from memnet/services (INDEX_QUEUE, REPLAY_QUEUE, COMPACT_QUEUE,
 // FORGET_QUEUE) and the -poison queue of each. The host creates a poison queue on demand
@@ -53,9 +55,11 @@ resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2023-05-01'
   parent: account
   name: 'default'
   properties: {
-    deleteRetentionPolicy: {
+    deleteRetentionPolicy: softDeleteDays > 0 ? {
       enabled: true
-      days: 7
+      days: softDeleteDays
+    } : {
+      enabled: false
     }
   }
 }

@@ -34,7 +34,7 @@ from typing import Any
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Conflict, NotFound
 from memnet.domain.layout import forget_job_name, receipt_name, user_prefix
-from memnet.domain.timestamps import parse_timestamp
+from memnet.domain.timestamps import format_millis, parse_timestamp
 from memnet.ports import (
     BlobNotFound,
     BlobStore,
@@ -344,8 +344,18 @@ class ForgetService:
             "blobs_remaining": blobs,
             "residue_bytes_remaining": residue.size,
             "index_entries_remaining": entries,
+            "recoverable_until": self._recoverable_until(job.state["completed_at"]),
         }
         return self.jobs.save(job)
+
+    def _recoverable_until(self, completed_at: str) -> str | None:
+        """Until when the blob service keeps the deleted blobs recoverable by its
+        administrators (Azure's soft delete, ``MEMNET_BLOB_SOFT_DELETE_DAYS``); None when
+        a deleted blob is gone at once."""
+        days = self._settings.soft_delete_days
+        if not days:
+            return None
+        return format_millis(parse_timestamp(completed_at) + timedelta(days=days))
 
     def _finish(self, job: Job) -> Job:
         state = job.state

@@ -42,11 +42,13 @@ INDEX = "index"  # the kind of search index entries (they follow the "events" ho
 @dataclass(frozen=True)
 class JobSettings:
     """What bounds a forget job (from the settings ``MEMNET_JOB_MAX_SECONDS``,
-    ``MEMNET_SWEEP_PAGE_SIZE`` and ``MEMNET_FORGET_GRACE_SECONDS``)."""
+    ``MEMNET_SWEEP_PAGE_SIZE``, ``MEMNET_FORGET_GRACE_SECONDS`` and
+    ``MEMNET_BLOB_SOFT_DELETE_DAYS``)."""
 
     job_max_seconds: int = 240  # work one invocation does before it queues itself again
     page_size: int = 1000  # names per batch, and per manifest blob
     grace_seconds: int = 60  # verification starts not earlier than this after the start
+    soft_delete_days: int = 0  # the blob service keeps deleted blobs this long (Azure)
 
 
 class Superseded(Exception):

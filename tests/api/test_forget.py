@@ -9,6 +9,8 @@ import hashlib
 import json
 import secrets
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from memnet.api.workers import handle_forget_poison
 from memnet.bootstrap import Services
 from memnet.domain.errors import Conflict
 from memnet.domain.layout import SnapshotRef, forget_job_name, governance_prefix, user_prefix
+from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import Condition
 from memnet.services.forget_ledger import FORGET_QUEUE, ZERO_CHAIN, chained
 from memnet.services.replay_writes import REPLAY_QUEUE
@@ -57,6 +60,24 @@ def forget(client: ApiClient, services: Services, url: str = USER) -> dict:
     return reply.data
 
 
+def test_a_receipt_says_until_when_the_blob_service_keeps_the_deleted_blobs(
+    services: Services,
+):
+    """With the storage account's soft delete (MEMNET_BLOB_SOFT_DELETE_DAYS), a forgotten
+    user's blobs stay recoverable by its administrators: the receipt says until when."""
+    bootstrap.install(bootstrap.build(replace(services.settings, blob_soft_delete_days=7)))
+    client = DirectClient(AGENT_KEY)
+    seed(client, bootstrap.services())
+    status = forget(client, bootstrap.services())
+    receipt = client.as_key(PRIVACY_KEY).request("GET", f"{USER}/forget").data
+    assert receipt["forget_id"] == status["forget_id"] and receipt["status"] == "done"
+    verification = (
+        client.as_key(PRIVACY_KEY).request("GET", receipt["receipt_url"]).data["verification"]
+    )
+    kept_until = parse_timestamp(verification["recoverable_until"])
+    assert kept_until - parse_timestamp(verification["verified_at"]) == timedelta(days=7)
+
+
 def test_forget_removes_every_kind_and_leaves_a_receipt(client: ApiClient, services: Services):
     agent = client.as_key(AGENT_KEY)
     seed(agent, services)
@@ -75,6 +96,7 @@ def test_forget_removes_every_kind_and_leaves_a_receipt(client: ApiClient, servi
     receipt = client.as_key(PRIVACY_KEY).request("GET", status["receipt_url"]).data
     assert receipt["verification"]["blobs_remaining"] == 0
     assert receipt["verification"]["index_entries_remaining"] == 0
+    assert receipt["verification"]["recoverable_until"] is None  # a deleted file is gone
     assert receipt["requested_by"] == "dev-privacy" and receipt["user_id"] == "u1"
     counts = {kind: v["count"] for kind, v in receipt["deleted"].items()}
     assert counts["index"] == 4 and counts["events"] == 4 and counts["snapshots"] == 1

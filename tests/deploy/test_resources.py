@@ -108,6 +108,21 @@ def test_storage_denies_shared_keys_and_public_blobs() -> None:
     assert string_value(props["minimumTlsVersion"]) == "TLS1_2"
 
 
+def test_blob_soft_delete_is_one_parameter_for_the_account_and_the_forget_receipts() -> None:
+    """What the account keeps recoverable after a delete is what a forget receipt reports
+    (recoverable_until): one parameter sets both, and 0 turns soft delete off."""
+    main = parse(MAIN)
+    assert text(main.declarations("parameter")["blobSoftDeleteDays"].named_children[-1]) == "7"
+    settings = properties(main.variable("memnetSettings"))
+    assert text(settings["MEMNET_BLOB_SOFT_DELETE_DAYS"]) == "string(blobSoftDeleteDays)"
+    passed = properties(path(body(main.declarations("module")["storage"]), "params"))
+    assert text(passed["softDeleteDays"]) == "blobSoftDeleteDays"
+    service = parse(STORAGE).resources_of_type("Microsoft.Storage/storageAccounts/blobServices@")
+    policy = text(path(body(service["blobService"]), "properties", "deleteRetentionPolicy"))
+    assert policy.startswith("softDeleteDays > 0 ?") and "days: softDeleteDays" in policy
+    assert "enabled: false" in policy
+
+
 def test_search_and_vault_allow_only_entra_and_rbac() -> None:
     search = parse(BICEP / "modules" / "search.bicep").resources_of_type("Microsoft.Search")
     assert text(path(body(search["search"]), "properties", "disableLocalAuth")) == "true"
