@@ -204,3 +204,13 @@ def test_sensitivity_rules_name_known_classes_and_bindings(profiles: Path):
     assert refused_field(profiles, lambda raw: raw.update(sensitivity_rules=bad_binding)) == (
         "/sensitivity_rules/sections/ghost"
     )
+
+
+def test_a_pending_item_schema_must_admit_the_services_proposal_id(profiles: Path):
+    schema = profiles / "schemas" / "memory.user.dynamic" / "1.0.0.json"
+    raw = json.loads(schema.read_text())
+    del raw["properties"]["pending_confirmations"]["items"]["properties"]["proposal_id"]
+    schema.write_text(json.dumps(raw))  # additionalProperties false: every proposal refused
+    with pytest.raises(ConfigError, match="proposal_id") as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/confidence_rules/pending_sections/user_dynamic"
