@@ -30,6 +30,7 @@ from memnet.services.audit import AuditLog
 from memnet.services.compaction import CompactionService, CompactionTrigger
 from memnet.services.context import ContextService
 from memnet.services.documents import DocumentService
+from memnet.services.event_classes import EventClasses
 from memnet.services.events import EventService
 from memnet.services.expiry import DocumentExpiry, shortest_ttl
 from memnet.services.forget import ForgetService
@@ -131,6 +132,7 @@ def build(
         queue,
         idempotency,
         clock,
+        classes=EventClasses(registry),
         tombstones=tombstones,
         after_index=promotion.after_indexing if promotion.configured else None,
         promote_delay=settings.promote_delay_seconds,

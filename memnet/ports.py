@@ -258,6 +258,7 @@ class IndexedEvent:
     project_ids: tuple[str, ...] = ()
     snapshot_uri: str | None = None
     evidence: str | None = None  # JSON text, retrievable only
+    sensitivity: str | None = None  # the class label, ``profile_id:class``; None: none
 
 
 @dataclass(frozen=True)
@@ -274,6 +275,9 @@ class EventQuery:
     project_ids: tuple[str, ...] = ()
     source_types: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    # Class labels the asker may see besides unclassified events (None: every event);
+    # filtered inside the index, as tenant and user are, lexical and dense alike.
+    classes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

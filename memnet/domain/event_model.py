@@ -3,7 +3,9 @@
 Tenant and user come from the path; a body that names others is rejected. An absent
 ``event_id`` is left None here: the service derives a time-sortable one from the
 idempotency claim. ``recorded_by`` is the authenticated caller, set here, never taken
-from the body. The timestamp is stored in the canonical UTC form
+from the body. ``sensitivity`` (``{"profile_id", "class"}``) is the event's class, checked
+here for shape only: whether the profile lists the class and the writer is cleared for it
+is :mod:`memnet.services.event_classes`' check. The timestamp is stored in the canonical UTC form
 (:mod:`memnet.domain.timestamps`). :func:`parse_stored` checks a stored blob the same way
 before it is indexed.
 """
@@ -32,6 +34,7 @@ FIELDS = frozenset(
         "snapshot_uri",
         "evidence",
         "importance",
+        "sensitivity",
     }
 )
 MAX_DIGEST_CHARS = 4000
@@ -90,7 +93,26 @@ def _checked(
         "snapshot_uri": _snapshot_uri(body.get("snapshot_uri"), tenant_id, user_id),
         "evidence": _evidence(body.get("evidence")),
         **_importance(body.get("importance")),
+        **_sensitivity(body.get("sensitivity")),
     }
+
+
+def class_label(record: dict[str, Any]) -> str | None:
+    """An event's class as the search index holds and filters it, ``profile_id:class``
+    (both identifiers: neither holds a colon); None for an event without one."""
+    found = record.get("sensitivity")
+    return None if found is None else label(found["profile_id"], found["class"])
+
+
+def shown(record: dict[str, Any], classes: tuple[str, ...] | None) -> bool:
+    """Whether an asker that may see ``classes`` (None: every class) may see ``record``."""
+    named = class_label(record)
+    return named is None or classes is None or named in classes
+
+
+def label(profile_id: str, name: str) -> str:
+    """The label of class ``name`` of profile ``profile_id``."""
+    return f"{profile_id}:{name}"
 
 
 def _importance(value: Any) -> dict[str, float]:
@@ -101,6 +123,16 @@ def _importance(value: Any) -> dict[str, float]:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
         raise _bad("importance", "must be a number from 0 to 1")
     return {"importance": float(value)}
+
+
+def _sensitivity(value: Any) -> dict[str, dict[str, str]]:
+    """``{"sensitivity": {"profile_id", "class"}}`` for a class, ``{}`` for none."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or set(value) != {"profile_id", "class"}:
+        raise _bad("sensitivity", 'must be {"profile_id": ..., "class": ...}')
+    named = {key: _identifier(value[key], f"sensitivity.{key}") for key in ("profile_id", "class")}
+    return {"sensitivity": named}
 
 
 def _bad(field: str, message: str) -> BadRequest:

@@ -15,7 +15,7 @@ from memnet.domain.envelope import CONTENT
 from memnet.domain.errors import Conflict, Forbidden, Unprocessable
 from memnet.domain.layout import DocumentRef
 from memnet.domain.profiles import Binding, Profile
-from memnet.domain.proposals import expires_at, items_at, proposal_id, target_of
+from memnet.domain.proposals import expires_at, id_of, items_at, target_of
 from memnet.domain.timestamps import format_millis
 
 
@@ -26,12 +26,13 @@ def queue_items(
     content = stored.document.get("content")
     found = []
     for index, item in enumerate(items_at(content, pending)):
-        if not isinstance(item, dict):
+        identity = id_of(item, ref.namespace, ref.path)
+        if identity is None:  # written before ids: the document's next write gives it one
             continue
         expires = expires_at(item, ttl_of(profile))
         found.append(
             {
-                "proposal_id": proposal_id(ref.namespace, ref.path, item),
+                "proposal_id": identity,
                 "status": "expired" if expires is not None and expires <= now else "pending",
                 "namespace": ref.namespace,
                 "path": ref.path,
@@ -45,19 +46,17 @@ def queue_items(
     return found
 
 
-def find_items(
+def find_item(
     profile: Profile, binding: Binding, ref: DocumentRef, stored: StoredDocument, wanted: str
-) -> tuple[list[int], dict[str, Any]] | None:
-    """The indexes of the proposal's item (identical items are one proposal: a decision
-    removes them all, so it is applied once) and the item; None if absent."""
+) -> tuple[int, dict[str, Any]] | None:
+    """The index of the proposal's item and the item; None if absent (ids are unique
+    within a document: :func:`memnet.domain.proposals.stamps`)."""
     pending = profile.confidence.pending_sections[binding.binding_id]
     items = items_at(stored.document.get("content"), pending)
-    found = [
-        index
-        for index, item in enumerate(items)
-        if isinstance(item, dict) and proposal_id(ref.namespace, ref.path, item) == wanted
-    ]
-    return (found, items[found[0]]) if found else None
+    for index, item in enumerate(items):
+        if id_of(item, ref.namespace, ref.path) == wanted:
+            return index, item
+    return None
 
 
 def check_approvable(caller: Caller, profile: Profile, item: dict[str, Any], now: datetime) -> None:
@@ -94,3 +93,57 @@ def write_target(item: dict[str, Any], pending: tuple[str, ...]) -> tuple[str, s
 def ttl_of(profile: Profile) -> timedelta | None:
     seconds = profile.proposals.ttl_seconds
     return None if seconds is None else timedelta(seconds=seconds)
+
+
+def target_problem(item: Any, pending: tuple[str, ...], content: Any) -> str | None:
+    """Why approving ``item`` could never write its candidate into ``content`` (the
+    document as the write that proposes it leaves it), or None: its op and target must be
+    a write it can make (:func:`write_target`), the target's parent must exist (an array
+    index within it, ``-`` only in an array, ``replace`` only of a value that is there),
+    and a value the target names already that is an array or an object is replaced only
+    by one of the same kind: an item meant for ``/facts/-`` proposed at ``/facts`` would
+    replace the whole list with one item, which neither approve nor edit could store."""
+    if not isinstance(item, dict):
+        return None
+    try:
+        op, path = write_target(item, pending)
+    except Unprocessable:
+        return NOT_A_WRITE
+    *parent, last = pointers.parse(path)[1:]
+    try:
+        holder = pointers.resolve(content, tuple(parent))
+    except KeyError:
+        return NO_PLACE
+    if isinstance(holder, list):
+        return _in_array(op, last, holder, item.get("candidate"))
+    if isinstance(holder, dict):
+        if last in holder:
+            return _same_kind(holder[last], item.get("candidate"))
+        return NO_PLACE if op == "replace" else None
+    return NO_PLACE
+
+
+NOT_A_WRITE = "a proposal's op must be add or replace, its target outside its pending section."
+NO_PLACE = "a proposal's target_path must name a place in the document its op can write."
+OTHER_KIND = (
+    "a proposal's target_path names a list or an object its candidate, of another kind, "
+    "would replace whole; append to a list with /-."
+)
+
+
+def _in_array(op: str, last: str, holder: list[Any], candidate: Any) -> str | None:
+    if last == "-":
+        return None if op == "add" else NO_PLACE
+    if not pointers.is_digits(last) or last != str(int(last)):
+        return NO_PLACE
+    position = int(last)
+    if op == "add":
+        return None if position <= len(holder) else NO_PLACE
+    return _same_kind(holder[position], candidate) if position < len(holder) else NO_PLACE
+
+
+def _same_kind(current: Any, candidate: Any) -> str | None:
+    for kind in (list, dict):
+        if isinstance(current, kind) and not isinstance(candidate, kind):
+            return OTHER_KIND
+    return None

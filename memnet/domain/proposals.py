@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -27,18 +26,25 @@ NOT_WRITABLE = "a pending item's target_path must be a path this binding lets op
 
 def fresh(old: Any, new: Any, pending: Segments) -> list[tuple[int, Any]]:
     """``(index, item)`` of each pending item of content ``new`` that content ``old`` did
-    not hold. Items compare as canonical JSON, as a multiset: adding an item before
-    others, or reordering them, changes no other item; changing any member of one
-    (its ``target_path`` alone, say) makes it fresh."""
-    kept = Counter(canonical(item) for item in items_at(old, pending))
+    not hold. Items compare as canonical JSON without their :data:`ID_MEMBER` (the
+    service's, not the writer's), as a multiset: adding an item before others, or
+    reordering them, changes no other item; changing any other member of one (its
+    ``target_path`` alone, say) makes it fresh."""
+    kept = Counter(canonical(_sans_id(item)) for item in items_at(old, pending))
     found = []
     for index, item in enumerate(items_at(new, pending)):
-        key = canonical(item)
+        key = canonical(_sans_id(item))
         if kept[key]:
             kept[key] -= 1
         else:
             found.append((index, item))
     return found
+
+
+def _sans_id(item: Any) -> Any:
+    if not isinstance(item, dict) or ID_MEMBER not in item:
+        return item
+    return {key: value for key, value in item.items() if key != ID_MEMBER}
 
 
 def items_at(content: Any, pending: Segments) -> list[Any]:
@@ -79,16 +85,44 @@ def denied_members(
 
 # -- review (issue 15, capability 4; docs/proposals.md) --------------------------------------
 
-PROPOSAL_ID = re.compile(r"p([A-Za-z0-9_-]{1,800})\.([0-9a-f]{20})")
+ID_MEMBER = "proposal_id"  # a pending item's id, set by the service (docs/proposals.md)
+PROPOSAL_ID = re.compile(r"p([A-Za-z0-9_-]{1,800})\.([0-9a-f]{32})")
 STATUSES = ("pending", "approved", "rejected", "expired", "edited")  # docs/proposals.md
 
 
-def proposal_id(namespace: str, path: str, item: Any) -> str:
+def proposal_id(namespace: str, path: str, token: str) -> str:
     """A pending item's id: its document's address (base64url, so the id alone finds
-    the document) and a hash of the item, so the id is stable while the item is
-    unchanged and names nothing else. Identical items of one section share it."""
+    the document) and ``token``, 32 random hex digits drawn when the item was written:
+    nothing about the item can be derived from the id, nor the id from the item."""
     where = base64.urlsafe_b64encode(f"{namespace}/{path}".encode()).decode().rstrip("=")
-    return f"p{where}.{hashlib.sha256(canonical(item)).hexdigest()[:20]}"
+    return f"p{where}.{token}"
+
+
+def stamps(old: Any, new: Any, pending: Segments, namespace: str, path: str) -> list[int]:
+    """The indexes of the pending items of content ``new`` (in document ``namespace`` /
+    ``path``) that need a new id: each object item that ``old`` did not hold exactly,
+    id and all (a new item, a changed one: a reviewer approves what the id named when it
+    read the queue, never a later change of it; a copy: ids are unique), and each
+    without an id of its own document (none, or one a writer made up)."""
+    kept = Counter(canonical(item) for item in items_at(old, pending))
+    found = []
+    for index, item in enumerate(items_at(new, pending)):
+        if not isinstance(item, dict):
+            continue
+        key = canonical(item)
+        if kept[key] and id_of(item, namespace, path) is not None:
+            kept[key] -= 1
+        else:
+            found.append(index)
+    return found
+
+
+def id_of(item: Any, namespace: str, path: str) -> str | None:
+    """A pending item's id, if it has one naming its own document."""
+    value = item.get(ID_MEMBER) if isinstance(item, dict) else None
+    if not isinstance(value, str) or parse_proposal_id(value) != (namespace, path):
+        return None
+    return value
 
 
 def parse_proposal_id(value: str) -> tuple[str, str] | None:

@@ -5,17 +5,20 @@ document's expiry or are checked for their proposals' proposer
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from datetime import datetime
 from typing import Any
 
-from memnet.domain import proposals
+from memnet.domain import pointers, proposals
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
-from memnet.domain.envelope import EXPIRES_AT
+from memnet.domain.envelope import CONTENT, EXPIRES_AT
 from memnet.domain.expiry import expires_at
+from memnet.domain.layout import DocumentRef
 from memnet.domain.policy import Violation
 from memnet.domain.profiles import Binding, Profile
+from memnet.domain.proposal_queue import target_problem
 from memnet.domain.timestamps import format_millis
 from memnet.services.audit import ops_sha256
 from memnet.services.idempotency import Ticket, key_hash
@@ -98,3 +101,44 @@ def proposer_checks(
     old = (before or {}).get("content")
     found = proposals.proposer_violations(old, after["content"], pending, record["actor"], now)
     return [Violation(code, message, path=path) for code, message, path in found]
+
+
+def target_checks(
+    profile: Profile, binding: Binding, record: dict[str, Any], contents: tuple[Any, Any, Any]
+) -> list[Violation]:
+    """Proposals a caller's patch adds must be approvable as made
+    (:func:`memnet.domain.proposal_queue.target_problem`): ``contents`` are the content
+    before and after the write, and after it as the writer sees it (its view: whether a
+    target has a place must not depend on what the writer cannot see)."""
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    if pending is None or record["reason"] not in PROPOSER_CHECKED:
+        return []
+    old, new, seen = contents
+    found = []
+    for index, item in proposals.fresh(old, new, pending):
+        problem = target_problem(item, pending, seen)
+        if problem is not None:
+            path = pointers.render((CONTENT, *pending, str(index), "target_path"))
+            found.append(Violation("PROPOSAL_TARGET_INVALID", problem, path=path))
+    return found
+
+
+def id_stamps(
+    profile: Profile, binding: Binding, ref: DocumentRef, contents: tuple[Any, Any]
+) -> list[dict[str, Any]]:
+    """The ops that give each pending item of the content after a write (``contents``:
+    before and after) that needs one (:func:`memnet.domain.proposals.stamps`) a new
+    random id; they are recorded with the write's own ops, so folding its audit records
+    still reproduces the document."""
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    if pending is None:
+        return []
+    indexes = proposals.stamps(*contents, pending, ref.namespace, ref.path)
+    return [
+        {
+            "op": "add",
+            "path": pointers.render((CONTENT, *pending, str(index), proposals.ID_MEMBER)),
+            "value": proposals.proposal_id(ref.namespace, ref.path, secrets.token_hex(16)),
+        }
+        for index in indexes
+    ]

@@ -40,7 +40,7 @@ from memnet.ports import (
     StorageError,
 )
 from memnet.services import telemetry, view_answers, views
-from memnet.services.audit import AuditLog, apply_change
+from memnet.services.audit import AuditLog, apply_change, ops_sha256
 from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.document_records import (
     EXTENDS_EXPIRY,
@@ -48,7 +48,9 @@ from memnet.services.document_records import (
     STORED_PATHS,
     audit_record,
     base_of,
+    id_stamps,
     proposer_checks,
+    target_checks,
 )
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket
 from memnet.services.registry import ProfileRegistry
@@ -358,21 +360,23 @@ class DocumentService:
         reader = caller.may_read()
         before = current.document if current else None
         document = apply_change(before, record, binding.max_chars)
-        text = _serialised(document)  # what is stored, and what max_chars counts
         if reader and current is not None and _same_content(current.document, document):
             return write_response(record, current.etag, current.document, unchanged=True)
         old = (before or {}).get("content", binding.initial_content)
         pending = profile.confidence.pending_sections.get(binding.binding_id)
         rules = views.rules_for(profile, binding)
         views.check_write(old, document["content"], caller, rules, pending)  # before any echo
+        document = self._stamped(ref, governed, before, record, document)
+        text = _serialised(document)  # what is stored, and what max_chars counts
+        new = document["content"]
         validator = self._registry.validator(binding)
         found = document_violations(document, binding, validator, len(text))
         found = found or change_violations(profile, binding, before or {}, document)
         found = found or proposer_checks(profile, binding, record, before, document, self._now_at())
-        found = found or views.indexed_targets((old, document["content"]), pending, caller, rules)
-        raise_if_any(
-            view_answers.shown_violations(found, (old, document["content"]), caller, rules)
-        )
+        found = found or views.indexed_targets((old, new), pending, caller, rules)
+        seen = views.content_seen(new, caller, rules)
+        found = found or target_checks(profile, binding, record, (old, new, seen))
+        raise_if_any(view_answers.shown_violations(found, (old, new), caller, rules))
         if not write:
             return write_response(record, None, document)
         self._audit.write(ref, record)
@@ -386,6 +390,25 @@ class DocumentService:
         ratio = len(text) / binding.max_chars  # what the binding's limit counts
         telemetry.size_utilisation(ratio, profile.profile_id, binding.binding_id)
         return write_response(record, etag, document)
+
+    def _stamped(
+        self,
+        ref: DocumentRef,
+        governed: tuple[Profile, Binding],
+        before: dict[str, Any] | None,
+        record: dict[str, Any],
+        document: dict[str, Any],
+    ) -> dict[str, Any]:
+        """``document`` with a new id on each pending item that needs one, the ops that
+        set them appended to ``record``'s (changed in place)."""
+        profile, binding = governed
+        old = (before or {}).get("content", binding.initial_content)
+        stamps = id_stamps(profile, binding, ref, (old, document["content"]))
+        if not stamps:
+            return document
+        record["ops"] = [*record["ops"], *stamps]
+        record["ops_sha256"] = ops_sha256(record["ops"])
+        return apply_change(before, record, binding.max_chars)
 
     def _write(
         self, ref: DocumentRef, text: str, current: StoredDocument | None, expired_etag: str | None

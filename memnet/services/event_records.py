@@ -9,6 +9,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from memnet.domain.event_model import class_label
 from memnet.domain.layout import user_prefix
 from memnet.ports import BlobNotFound, BlobStore, IndexedEvent
 
@@ -78,4 +79,5 @@ def indexed(record: dict[str, Any]) -> IndexedEvent:
         project_ids=tuple(record.get("project_ids", ())),
         snapshot_uri=record.get("snapshot_uri"),
         evidence=None if evidence is None else json.dumps(evidence, separators=(",", ":")),
+        sensitivity=class_label(record),
     )

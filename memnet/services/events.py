@@ -20,7 +20,7 @@ from typing import Any
 
 from memnet.domain.callers import ANY, Caller
 from memnet.domain.errors import Conflict, Forbidden, NotFound
-from memnet.domain.event_model import parse_event
+from memnet.domain.event_model import parse_event, shown
 from memnet.domain.ranking import Ranking, blend
 from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import (
@@ -37,6 +37,7 @@ from memnet.ports import (
 )
 from memnet.services import telemetry
 from memnet.services.embedder_probe import EmbedderProbe
+from memnet.services.event_classes import EventClasses
 from memnet.services.event_index import INDEX_QUEUE, IndexJobs
 from memnet.services.event_records import IndexReport, event_name, indexed, load_event
 from memnet.services.event_vectors import EventVectors
@@ -55,6 +56,8 @@ class EventService:
         queue: MessageQueue,
         idempotency: IdempotencyStore,
         clock: Clock,
+        *,
+        classes: EventClasses,
         queue_name: str = INDEX_QUEUE,
         tombstones: Tombstones | None = None,
         after_index: Callable[[str, str], None] | None = None,
@@ -62,7 +65,8 @@ class EventService:
         vectors: EventVectors | None = None,
         dense_weight: float = 0.7,
     ):
-        """``vectors``: hybrid retrieval (None: lexical only); ``dense_weight``: the dense
+        """``classes``: the events' sensitivity classes (:mod:`.event_classes`);
+        ``vectors``: hybrid retrieval (None: lexical only); ``dense_weight``: the dense
         ranking's share of a fused score (:mod:`memnet.services.fusion`)."""
         if not 0.0 <= dense_weight <= 1.0:
             raise ValueError("dense_weight must be within [0, 1]")
@@ -70,6 +74,7 @@ class EventService:
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._idempotency, self._clock = idempotency, clock
         self._vectors, self._dense_weight = vectors, dense_weight
+        self._classes = classes
         self._jobs = IndexJobs(blobs, index, queue, queue_name, after_index, promote_delay, vectors)
         self._probe = None if vectors is None else EmbedderProbe(vectors.query_embedder, clock)
 
@@ -96,6 +101,7 @@ class EventService:
             self._tombstones.check(tenant_id, user_id)
         draft = parse_event(body, tenant_id, user_id, caller.caller_id)
         caller.require_service(draft["service_id"])
+        draft = self._classes.checked(caller, draft)  # before a stored answer is replayed
         explicit = body.get("event_id") is not None  # null: the server names it
         outcome = self._idempotency.begin(
             tenant_id,
@@ -138,7 +144,7 @@ class EventService:
     def get(self, caller: Caller, tenant_id: str, user_id: str, event_id: str) -> dict[str, Any]:
         caller.require(tenant_id, "read")
         record = load_event(self._blobs, tenant_id, user_id, event_id)
-        if record is None:
+        if record is None or not self._classes.sees(caller, record):  # hidden is absent
             raise NotFound("Event does not exist.", code="EVENT_NOT_FOUND")
         return record
 
@@ -205,6 +211,7 @@ class EventService:
         index's top :func:`_candidates`, each event read once. ``dense_weight`` (hybrid
         retrieval, with an embedder): the dense ranking's share, else the service's."""
         caller.require(query.tenant_id, "read")
+        query = replace(query, classes=self._classes.visible(caller))  # never the asker's say
         started = time.perf_counter()
         weight = self._dense_weight if dense_weight is None else dense_weight
         if ranking is not None:
@@ -252,6 +259,8 @@ class EventService:
             record = load_event(self._blobs, query.tenant_id, query.user_id, hit.event_id)
             if record is None:  # the index is ahead of the blobs: drop the stale entry
                 self._jobs.enqueue("delete", query.tenant_id, query.user_id, [hit.event_id])
+                continue
+            if not shown(record, query.classes):  # an index that failed to filter: never shown
                 continue
             pointers = {
                 "snapshot_uri": record.get("snapshot_uri"),

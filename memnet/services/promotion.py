@@ -6,7 +6,9 @@ job on the index queue, or by the index worker) the worker asks each profile wit
 ``promotion_rules`` whether the user's newest ``max_events`` episodes hold a pattern; each
 pattern becomes one item appended to the profile's binding for the user, in one audited
 write as the job ``memnet-promotion`` (reason ``promotion``, the rules' confidence,
-evidence naming the episodes). With ``item_identity`` on the section, a pattern promoted
+evidence naming the episodes). Only unclassified events count (a pattern of classified
+ones would be written as an item of the lowest class: docs/search.md "Sensitivity").
+With ``item_identity`` on the section, a pattern promoted
 again replaces its item. A failure is logged and never fails the indexing: promotion is
 tried again with the user's next events.
 """
@@ -87,8 +89,8 @@ class Promotion:
             return None
         if not self._uses(profile, tenant_id, user_id):
             return None
-        query = EventQuery(
-            tenant_id, user_id, top_k=rules.max_events, source_types=rules.source_types
+        query = EventQuery(  # unclassified events only: the item is written unclassified
+            tenant_id, user_id, top_k=rules.max_events, source_types=rules.source_types, classes=()
         )
         events = [
             record

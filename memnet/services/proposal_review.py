@@ -4,8 +4,11 @@ of a profile's documents are a queue a reviewer works through.
 A proposal is an item of a binding's pending section (``confidence_rules.
 pending_sections``), written by the confidence gate, the MCP ``remember`` tool or an
 agent: ``{candidate, target_path, op, confidence, evidence, proposed_at, proposed_by}``.
-Its id (:func:`memnet.domain.proposals.proposal_id`) names its document and hashes the
-item. A review is one audited document write, made through
+Its id (:func:`memnet.domain.proposals.proposal_id`) names its document and a random
+token the document write stored in the item. A proposal the reviewer's clearance does
+not cover answers exactly as one that does not exist (``404 PROPOSAL_NOT_FOUND``), and
+so does an earlier decision on one: an id must not confirm a guess. A review is one
+audited document write, made through
 :meth:`~memnet.services.documents.DocumentService.patch` under the version the proposal
 was found in: ``approve`` applies the candidate at its target and removes the proposal,
 ``edit`` does so with the reviewer's candidate, ``reject`` only removes it. The write's
@@ -31,7 +34,7 @@ from memnet.domain.patching import parse_ops
 from memnet.domain.profiles import Binding, Profile
 from memnet.domain.proposal_queue import (
     check_approvable,
-    find_items,
+    find_item,
     queue_items,
     write_target,
 )
@@ -47,6 +50,7 @@ DECISIONS = {"approve": "approved", "edit": "edited", "reject": "rejected"}
 REVIEW_ROLES = ("review", "admin")
 MAX_NAMESPACE_DOCUMENTS = 100  # read per templated namespace when listing the queue
 HISTORY_LOOKBACK = 64  # changes searched for an earlier decision on a proposal
+CLASS = "sensitivity"  # origin.review's record of the proposal's class (never answered)
 _ATTEMPTS = 4
 
 
@@ -135,12 +139,10 @@ class ProposalReview:
         for _ in range(_ATTEMPTS):
             stored = self._documents.load(ref)
             found = (
-                None
-                if stored is None
-                else find_items(profile, binding, ref, stored, review.proposal_id)
+                None if stored is None else _seen(caller, (profile, binding), ref, stored, review)
             )
             if stored is None or found is None:
-                return self._earlier(ref, stored, review)
+                return self._earlier(caller, (profile, binding), ref, stored, review)
             try:
                 return self._decide(caller, profile, binding, ref, stored, found, review)
             except EtagMismatch:
@@ -160,17 +162,16 @@ class ProposalReview:
         binding: Binding,
         ref: DocumentRef,
         stored: StoredDocument,
-        found: tuple[list[int], dict[str, Any]],
+        found: tuple[int, dict[str, Any]],
         review: Review,
     ) -> dict[str, Any]:
-        indexes, item = found
+        index, item = found
         status = DECISIONS[review.decision]
         if review.decision != "reject":
             check_approvable(caller, profile, item, self._clock.now())
         pending = profile.confidence.pending_sections[binding.binding_id]
         ops: list[dict[str, Any]] = [
             {"op": "remove", "path": pointers.render((CONTENT, *pending, str(index)))}
-            for index in sorted(indexes, reverse=True)
         ]
         if review.decision != "reject":
             op, target = write_target(item, pending)
@@ -185,6 +186,8 @@ class ProposalReview:
         }
         if review.note is not None:
             decided["note"] = review.note
+        named = views.proposal_class(item, pending, index, views.rules_for(profile, binding))
+        recorded = decided if named is None else {**decided, CLASS: named}
         command = WriteCommand(
             ref=ref,
             profile_id=profile.profile_id,
@@ -197,31 +200,67 @@ class ProposalReview:
             evidence={"proposal": item.get("evidence"), "review": decided},
             confidence=1.0,  # a person decided
             ops=parse_ops(ops),
-            origin={"review": decided},
+            origin={"review": recorded},
         )
         response = self._documents.patch(_writer(caller, ref.tenant_id), command)
         return _answer(decided, response, caller.may_read())
 
     def _earlier(
-        self, ref: DocumentRef, stored: StoredDocument | None, review: Review
+        self,
+        caller: Caller,
+        governed: tuple[Profile, Binding],
+        ref: DocumentRef,
+        stored: StoredDocument | None,
+        review: Review,
     ) -> dict[str, Any]:
-        """The answer when the proposal is not in the document: its decision if one of
-        the last :data:`HISTORY_LOOKBACK` changes took it."""
-        if stored is not None:
-            chain = self._audit.chain(ref, stored.document.get("change_id"))
-            for n, record in enumerate(chain):
-                decided = (record.get("origin") or {}).get("review") or {}
-                if decided.get("proposal_id") == review.proposal_id:
-                    if decided.get("status") != DECISIONS[review.decision]:
-                        raise Conflict(
-                            "This proposal was already reviewed.",
-                            code="PROPOSAL_ALREADY_REVIEWED",
-                            status=decided.get("status"),
-                        )
-                    return {**decided, "replayed": True}
-                if n + 1 >= HISTORY_LOOKBACK:
-                    break
-        raise _not_found()
+        """The answer when the proposal is not in the document (or is hidden from the
+        caller): its decision if one of the last :data:`HISTORY_LOOKBACK` changes took
+        it and the caller's clearance covers the proposal's class, recorded with it."""
+        decided = None if stored is None else self._decision(ref, stored, review.proposal_id)
+        rules = views.rules_for(*governed)
+        if decided is None or not views.sees_class(caller, rules, decided.get(CLASS)):
+            raise _not_found()
+        if decided.get("status") != DECISIONS[review.decision]:
+            raise Conflict(
+                "This proposal was already reviewed.",
+                code="PROPOSAL_ALREADY_REVIEWED",
+                status=decided.get("status"),
+            )
+        shown = {key: value for key, value in decided.items() if key != CLASS}
+        return {**shown, "replayed": True}
+
+    def _decision(
+        self, ref: DocumentRef, stored: StoredDocument, proposal_id: str
+    ) -> dict[str, Any] | None:
+        """``origin.review`` of the change among the document's last
+        :data:`HISTORY_LOOKBACK` that decided ``proposal_id``, if any."""
+        chain = self._audit.chain(ref, stored.document.get("change_id"))
+        for n, record in enumerate(chain):
+            decided = (record.get("origin") or {}).get("review") or {}
+            if decided.get("proposal_id") == proposal_id:
+                return dict(decided)
+            if n + 1 >= HISTORY_LOOKBACK:
+                break
+        return None
+
+
+def _seen(
+    caller: Caller,
+    governed: tuple[Profile, Binding],
+    ref: DocumentRef,
+    stored: StoredDocument,
+    review: Review,
+) -> tuple[int, dict[str, Any]] | None:
+    """The proposal ``review`` names, if the caller's clearance covers it: one it does
+    not is absent for it, whatever it asks."""
+    profile, binding = governed
+    found = find_item(profile, binding, ref, stored, review.proposal_id)
+    if found is None:
+        return None
+    pending = profile.confidence.pending_sections[binding.binding_id]
+    rules = views.rules_for(profile, binding)
+    named = views.proposal_class(found[1], pending, found[0], rules)
+    return found if views.sees_class(caller, rules, named) else None
 
 
 def _answer(decided: dict[str, Any], response: dict[str, Any], reader: bool) -> dict[str, Any]:

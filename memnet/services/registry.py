@@ -37,6 +37,7 @@ from memnet.domain.profiles import (
     statement_fields,
     template_problem,
 )
+from memnet.domain.proposals import ID_MEMBER, proposal_id
 from memnet.services.profile_checks import (
     check_identities,
     check_promotion,
@@ -116,6 +117,7 @@ def load_registry(directory: Path) -> ProfileRegistry:
     registry = ProfileRegistry(profiles, schemas)
     for profile in profiles.values():
         _check_initial_content(registry, profile, directory)
+        _check_proposal_ids(registry, profile, directory)
         _check_statement_samples(registry, profile, directory)
     _check_same_sensitivity(profiles.values(), directory)
     return registry
@@ -295,6 +297,41 @@ def _check_sample(
 
 _SAMPLE_ID = "00000000-0000-4000-8000-000000000000"
 _SAMPLE_TIME = "1970-01-01T00:00:00Z"
+
+
+def _check_proposal_ids(registry: ProfileRegistry, profile: Profile, directory: Path) -> None:
+    """Each pending item carries the ``proposal_id`` the service gives it
+    (docs/proposals.md): a schema that refuses that member would refuse every proposal,
+    so it stops startup. Checked by difference: an item holding only an id may fail for
+    what it lacks, never for the id."""
+    for binding_id, pending in profile.confidence.pending_sections.items():
+        binding = profile.binding(binding_id)
+        assert binding is not None  # checked by _check_references
+        found = [_item_errors(registry, binding, pending, item) for item in ({}, _SAMPLE_ITEM)]
+        if found[1] - found[0]:
+            raise ConfigError(
+                str(directory / f"{profile.profile_id}.json"),
+                f"/confidence_rules/pending_sections/{binding_id}",
+                f"schema {binding.schema_id} refuses the proposal_id member of pending items",
+            )
+
+
+def _item_errors(
+    registry: ProfileRegistry, binding: Binding, pending: tuple[str, ...], item: Any
+) -> set[tuple[str, str]]:
+    """(where, what) of each schema error of the initial content with ``[item]`` as its
+    pending section (none if it has no place for one)."""
+    sample = new_envelope(binding, _SAMPLE_ID, _SAMPLE_TIME, "registry-check", "chg_check")
+    path = pointers.render((CONTENT, *pending))
+    try:
+        sample = apply_ops(sample, parse_ops([{"op": "add", "path": path, "value": [item]}]))
+    except Unprocessable:
+        return set()
+    errors = registry.validator(binding).iter_errors(sample)
+    return {(pointers.render(tuple(map(str, e.absolute_path))), str(e.validator)) for e in errors}
+
+
+_SAMPLE_ITEM = {ID_MEMBER: proposal_id("registry", "check.json", "0" * 32)}
 
 
 def _check_initial_content(registry: ProfileRegistry, profile: Profile, directory: Path) -> None:

@@ -49,6 +49,7 @@ from memnet.domain.transcript import Transcript
 from memnet.ports import BlobNotFound, Clock, Extractor, ExtractorError, MessageQueue
 from memnet.services import telemetry, views
 from memnet.services.documents import DocumentService
+from memnet.services.event_classes import replay_class
 from memnet.services.events import EventService
 from memnet.services.registry import ProfileRegistry
 from memnet.services.replay_records import (
@@ -324,20 +325,9 @@ class ReplayService:
         event_id = f"{record['output']['event_prefix']}_{index}"
         if event_id in record["events"]:
             return
-        output = record["output"]
-        body = {
-            "event_id": event_id,
-            "service_id": output["service_id"],
-            "timestamp": output["timestamp"],
-            "source_type": "replay",
-            "digest": digest["digest"],
-            "keywords": list(digest["keywords"]),
-            "project_ids": list(digest["project_ids"]),
-            "snapshot_uri": ref.uri,
-            "evidence": {"message_ids": list(digest["message_ids"])},
-        }
         key = f"replay-{ref.replay_id}-digest-{index}"
         try:
+            body = self._digest_body(ref, caller, record, event_id, digest)
             self._events.write(caller, ref.tenant_id, ref.user_id, body, key, fingerprint(body))
         except MemnetError as error:
             if error.code.startswith("IDEMPOTENCY"):
@@ -347,6 +337,27 @@ class ReplayService:
         self._records.update(
             ref, lambda r: None if event_id in r["events"] else r["events"].append(event_id)
         )
+
+    def _digest_body(
+        self, ref: SnapshotRef, caller: Caller, record: Record, event_id: str, digest: Any
+    ) -> dict[str, Any]:
+        """The event of one digest, of the replay's class: its uploader's clearance in its
+        profile (:func:`~memnet.services.event_classes.replay_class`; a profile gone
+        since the plan: 404, the digest rejected)."""
+        output = record["output"]
+        profile = self._registry.for_caller(caller, record["profile_id"])
+        return {
+            "event_id": event_id,
+            "service_id": output["service_id"],
+            "timestamp": output["timestamp"],
+            "source_type": "replay",
+            "digest": digest["digest"],
+            "keywords": list(digest["keywords"]),
+            "project_ids": list(digest["project_ids"]),
+            "snapshot_uri": ref.uri,
+            "evidence": {"message_ids": list(digest["message_ids"])},
+            "sensitivity": replay_class(profile, record.get("clearance")),
+        }
 
     def _apply(
         self, ref: SnapshotRef, caller: Caller, record: Record, patch: dict[str, Any]

@@ -192,6 +192,23 @@ def queue_seen(
     ]
 
 
+def proposal_class(
+    item: Any, pending: Segments, index: int, rules: SensitivityRules | None
+) -> str | None:
+    """The class of the proposal at ``index`` of a pending section: its item's (its
+    candidate's, at its target) or the section's, the higher; None for the lowest."""
+    if rules is None:
+        return None
+    rank = max(rules.item_rank(item), rules.section_rank((*pending, str(index))))
+    return rules.classes[rank] if rank > 0 else None
+
+
+def sees_class(caller: Caller, rules: SensitivityRules | None, name: str | None) -> bool:
+    """Whether ``caller`` is cleared for class ``name`` (None: the lowest; a name the
+    rules do not list: the highest, as an item's unreadable class is)."""
+    return rules is None or clearance(caller, rules) >= rules.named_rank(name)
+
+
 def require_clearance_of(caller: Caller, profile: Profile, name: str | None) -> None:
     """403 ``CLEARANCE_REQUIRED`` unless ``caller`` has at least clearance ``name`` in
     ``profile``'s classes (what a replay of an upload with that clearance could see and

@@ -31,7 +31,7 @@ VALUES = {
     "patch_index": "0",
     "action": "accept",
     "receipt_id": "rcpt_1",
-    "proposal_id": "pdXNlci91c2VyX2R5bmFtaWMuanNvbg.015abd7f5cc57a2dd94b",
+    "proposal_id": "pdXNlci91c2VyX2R5bmFtaWMuanNvbg.015abd7f5cc57a2dd94b015abd7f5cc5",
     "decision": "approve",
 }
 

@@ -339,30 +339,34 @@ def _add_pending(client: ApiClient, etag: str, item: dict[str, Any], key: str, a
 
 def test_retargeting_a_stored_proposal_is_checked_like_a_new_one(client: ApiClient):
     etag = create(client).data["etag"]
-    parked = _pending(0) | {
-        "candidate": {"fact": "x", "credentials": "hunter2"},
-        "target_path": "/pending_confirmations/-",  # writable, and no denylist there
-    }
-    first = _add_pending(client, etag, parked, "park")
-    assert first.status == 200
-    retarget = [
-        {"op": "replace", "path": "/content/pending_confirmations/0/target_path",
-         "value": "/durable_facts/-"}
-    ]  # fmt: skip
-    reply = patch(client, first.data["etag"], retarget, "retarget")
-    assert reply.status == 422 and reply.error_code == "DENIED_PATH"
+    parked = _pending(0) | {"candidate": {"fact": "x", "credentials": "hunter2"}}
+    refused = _add_pending(client, etag, parked, "refused")
+    assert (refused.status, refused.error_code) == (422, "DENIED_PATH")
+    parked = _pending(0) | {"candidate": {"fact": "x", "extra": {"credentials": "hunter2"}}}
+    first = _add_pending(client, etag, parked, "park")  # not where the denylist looks
+    assert first.status == 200, first.data
+    item = "/content/pending_confirmations/0"
+    for key, (member, value, code) in enumerate(
+        [
+            ("target_path", "/durable_facts", "DENIED_PATH"),  # extra/credentials: */credentials
+            ("target_path", "/pending_confirmations/-", "PROPOSAL_TARGET_INVALID"),
+            ("candidate", {"credentials": "hunter2"}, "DENIED_PATH"),
+        ]
+    ):
+        change = [{"op": "replace", "path": f"{item}/{member}", "value": value}]
+        reply = patch(client, first.data["etag"], change, f"retarget-{key}")
+        assert (reply.status, reply.error_code) == (422, code), reply.data
 
 
 def test_a_new_proposal_before_stored_ones_does_not_recheck_them(client: ApiClient):
     etag = create(client).data["etag"]
-    parked = _pending(0) | {
-        "candidate": {"credentials": "x"},
-        "target_path": "/pending_confirmations/-",
-    }
-    first = _add_pending(client, etag, parked, "park")
+    first = _add_pending(client, etag, _pending(0), "park")
     assert first.status == 200
+    (parked,) = first.data["document"]["content"]["pending_confirmations"]
     reply = _add_pending(client, first.data["etag"], _pending(1), "front", at="0")
     assert reply.status == 200, reply.data
+    shifted = reply.data["document"]["content"]["pending_confirmations"][1]
+    assert shifted == parked  # its id too: it did not change
 
 
 def test_a_write_only_caller_cannot_tell_a_right_guess_from_a_wrong_one(blind: ApiClient):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import ApiClient
 from tests.conftest import doc_url
@@ -157,6 +159,57 @@ def test_low_confidence_durable_fact_is_redirected_to_pending(client: ApiClient)
             "reason": "confidence_below_threshold",
         }
     ]
+
+
+@pytest.mark.parametrize(
+    ("target", "value"),
+    [
+        ("/durable_facts", FACT),  # the list itself: approval would replace it with one fact
+        ("/durable_facts/3", FACT),  # past the end of the list
+        ("/durable_facts/0/fact", "x"),  # inside an item that is not there
+        ("/pending_confirmations/-", FACT),  # a proposal to propose
+    ],
+)
+def test_a_proposal_approval_could_never_write_is_refused_when_made(
+    client: ApiClient, target: str, value: object
+):
+    tag = etag(client)
+    item = {
+        "candidate": value,
+        "target_path": target,
+        "proposed_at": "2026-11-24T10:00:00Z",
+        "proposed_by": "dev-agent",
+    }
+    made = patch(
+        client,
+        tag,
+        [{"op": "add", "path": "/content/pending_confirmations/-", "value": item}],
+        "own",
+    )
+    replies = [made]
+    if target.startswith("/durable_facts"):  # the gate makes a low-confidence write one
+        ops = [{"op": "add", "path": f"/content{target}", "value": value}]
+        evidence = {"message_ids": ["m1"]}
+        replies.append(patch(client, tag, ops, "gate", confidence=0.75, evidence=evidence))
+    for reply in replies:
+        assert (reply.status, reply.error_code) == (422, "PROPOSAL_TARGET_INVALID"), reply.data
+        (violation,) = violations(reply)
+        assert violation["path"] == "/content/pending_confirmations/0/target_path"
+    assert client.request("GET", doc_url()).data["etag"] == tag
+
+
+def test_a_proposal_replacing_a_list_with_a_list_is_one_approval_can_write(client: ApiClient):
+    reply = patch(
+        client,
+        etag(client),
+        [{"op": "add", "path": "/content/durable_facts", "value": [FACT]}],
+        "k",
+        confidence=0.5,
+        evidence={"message_ids": ["m1"]},
+    )
+    assert reply.status == 200, reply.data
+    (pending,) = reply.data["document"]["content"]["pending_confirmations"]
+    assert pending["target_path"] == "/durable_facts" and pending["candidate"] == [FACT]
 
 
 def test_durable_fact_without_evidence_is_redirected(client: ApiClient):

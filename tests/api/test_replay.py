@@ -276,6 +276,24 @@ def test_hostile_output_is_rejected_part_by_part_with_reasons(setup, api):
     assert [f["fact"] for f in dynamic["durable_facts"]] == ["Fine"]
 
 
+def test_a_replay_never_makes_a_proposal_approval_could_not_write(setup, api):
+    services, extractor = setup
+
+    def whole_list(request: ExtractionRequest) -> dict[str, Any]:
+        """One fact at the list itself, below the threshold: approval would replace it."""
+        patch = fact(request, "Lives in Lisbon", 0.6)
+        op = {**patch["ops"][0], "path": "/content/durable_facts"}
+        return {**patch, "ops": [op]}
+
+    extractor.output = lambda r: {"patches": [whole_list(r), fact(r, "Likes tea", 0.6)]}
+    upload(api)
+    drain(services)
+    status = api.request("GET", SNAP + "/replay").data
+    assert [(r["index"], r["code"]) for r in status["rejected"]] == [(0, "PROPOSAL_TARGET_INVALID")]
+    dynamic = api.request("GET", doc_url()).data["document"]["content"]
+    assert [p["candidate"]["fact"] for p in dynamic["pending_confirmations"]] == ["Likes tea"]
+
+
 def test_free_text_output_fails_the_replay_and_writes_nothing(setup, api):
     services, extractor = setup
     extractor.output = lambda r: "Sure! The user lives in Lisbon."

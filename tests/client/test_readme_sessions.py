@@ -20,7 +20,7 @@ import pytest
 from memnet_client import MemnetClient
 
 from memnet.bootstrap import Services
-from tests.conftest import AGENT_KEY, REPO
+from tests.conftest import ADMIN_KEY, AGENT_KEY, REPO
 
 README_URL = "http://127.0.0.1:7071"
 README = REPO / "README.md"
@@ -66,8 +66,11 @@ def test_the_mcp_session(http_server: str, services: object, capsys: pytest.Capt
     content = document(http_server)
     assert content["durable_facts"] == []  # proposed, not written
     [proposal] = content["pending_confirmations"]
-    assert proposal["candidate"] == {"fact": "Lives in Lisbon."}
+    assert proposal["candidate"]["fact"] == "Lives in Lisbon."
     assert "Prefers tabs over spaces." in capsys.readouterr().out
+    with MemnetClient(http_server, api_key=ADMIN_KEY, tenant="acme", user="alice") as admin:
+        admin.review_proposal(proposal["proposal_id"], "approve")  # as the README says
+    assert [f["fact"] for f in document(http_server)["durable_facts"]] == ["Lives in Lisbon."]
 
 
 def curl_bodies(heading: str) -> list[dict[str, Any]]:

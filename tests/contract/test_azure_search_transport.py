@@ -313,6 +313,41 @@ def test_filters_use_search_in_any_and_time_bounds_in_utc(
     )
 
 
+@pytest.mark.parametrize(
+    ("classes", "clause"),
+    [
+        (None, None),  # every class (the jobs, or no profile has classes): no clause
+        ((), " and (sensitivity eq null)"),
+        (
+            ("a2p-v1:restricted", "a2p-v1:sensitive"),
+            " and (sensitivity eq null"
+            " or search.in(sensitivity, 'a2p-v1:restricted,a2p-v1:sensitive', ','))",
+        ),
+    ],
+)
+def test_a_class_filter_keeps_unclassified_events_and_those_of_its_classes(
+    index: AzureSearchIndex,
+    transport: RecordingTransport,
+    classes: tuple[str, ...] | None,
+    clause: str | None,
+) -> None:
+    for text in ("x", ""):
+        sent = ranked_search(index, transport, text=text, classes=classes)
+        scope = "tenant_id eq 't1' and user_id eq 'O''Brien'"
+        assert sent.body["filter"] == scope + (clause or "")
+
+
+def test_an_events_class_is_indexed_filterable_and_never_returned(
+    index: AzureSearchIndex, transport: RecordingTransport
+) -> None:
+    fields = {f["name"]: f for f in json.loads(INDEX_DEFINITION.read_text())["fields"]}
+    assert fields["sensitivity"]["filterable"] and not fields["sensitivity"]["retrievable"]
+    transport.answers.append((200, shape("index_documents.json")))
+    index.upsert([event("evt_01", sensitivity="a2p-v1:sensitive"), event("evt_02")])
+    first, second = transport.sent[0].body["value"]
+    assert (first["sensitivity"], second["sensitivity"]) == ("a2p-v1:sensitive", None)
+
+
 def test_values_containing_every_delimiter_fall_back_to_eq(
     index: AzureSearchIndex, transport: RecordingTransport
 ) -> None:

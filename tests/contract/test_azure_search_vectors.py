@@ -270,6 +270,20 @@ def test_nearest_sends_a_prefiltered_vector_query(
     assert sent.body["top"] == 4
 
 
+def test_nearest_filters_classes_before_the_neighbours_are_chosen(
+    index: AzureSearchIndex,
+    transport: RecordingTransport,
+) -> None:
+    transport.answers.append((200, shape("search_vector.json")))
+    index.nearest(query(top_k=4, classes=("a2p-v1:restricted",)), M, [0.0, 2.0, 0.0])
+    (sent,) = transport.sent
+    assert (
+        " and (sensitivity eq null or search.in(sensitivity, 'a2p-v1:restricted', ','))"
+        in (sent.body["filter"])
+    )
+    assert sent.body["vectorFilterMode"] == "preFilter"  # hidden events never crowd them out
+
+
 def test_nearest_scores_are_cosines_best_first(
     index: AzureSearchIndex,
     transport: RecordingTransport,

@@ -190,6 +190,39 @@ def test_collection_filters_match_whole_values(tagged: SearchIndex) -> None:
 
 
 @pytest.fixture
+def classed(index: SearchIndex) -> SearchIndex:
+    """Events of no class, of ``p:restricted`` and of ``p:sensitive``, among filler."""
+    index.upsert(
+        [
+            *filler(40),
+            event("open", "diagnosis note"),
+            event("restricted", "diagnosis note", sensitivity="p:restricted"),
+            event("sensitive", "diagnosis note", sensitivity="p:sensitive", project_ids=("x",)),
+        ]
+    )
+    return index
+
+
+@pytest.mark.parametrize("text", ["", "diagnosis", "diagnosis lunch weather note"])
+@pytest.mark.parametrize(
+    ("classes", "expected"),
+    [
+        (None, {"open", "restricted", "sensitive"}),  # no filter: every class (the jobs)
+        ((), {"open"}),  # unclassified only
+        (("p:restricted",), {"open", "restricted"}),
+        (("p:restricted", "p:sensitive"), {"open", "restricted", "sensitive"}),
+        (("q:restricted",), {"open"}),  # another profile's class is not this one
+    ],
+)
+def test_a_class_filter_keeps_unclassified_events_and_those_of_its_classes(
+    classed: SearchIndex, text: str, classes: tuple[str, ...] | None, expected: set[str]
+) -> None:
+    assert found(classed, text, classes=classes) == expected
+    with_project = found(classed, text, classes=classes, project_ids=("x",))
+    assert with_project == expected & {"sensitive"}  # and it combines with the others
+
+
+@pytest.fixture
 def timed(index: SearchIndex) -> SearchIndex:
     index.upsert(
         [
@@ -486,3 +519,18 @@ def _plan(path: Path) -> list[str]:
     assert plan == ["SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"], plan  # not the user's
     db.close()  # events scanned through an index on scope_id
     return rows
+
+
+def test_a_file_from_before_classes_gains_the_column_with_every_event_unclassified(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "search.sqlite3"
+    SqliteSearchIndex(path).upsert([event("old", "diagnosis note")])
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE events DROP COLUMN sensitivity")  # as the file was written
+    db.commit()
+    db.close()
+    reopened = SqliteSearchIndex(path)
+    reopened.upsert([event("new", "diagnosis note", sensitivity="p:sensitive")])
+    assert found(reopened, "diagnosis", classes=()) == {"old"}
+    assert found(reopened, "diagnosis", classes=("p:sensitive",)) == {"old", "new"}

@@ -60,6 +60,17 @@ def test_filters_top_k_users_and_models_bound_the_answer(
     assert index.nearest(query(top_k=0), M, [1, 0, 0]) == []
 
 
+def test_a_class_filter_bounds_the_nearest_events_too(tmp_path: Path) -> None:
+    index = SqliteSearchIndex(tmp_path / "search.sqlite3")
+    index.upsert([event("open", 1), event("hidden", 2, sensitivity="p:sensitive")])
+    index.put_vectors("t1", "u1", M, [("open", "h1", [0, 1, 0]), ("hidden", "h2", [1, 0, 0])])
+    near = [1.0, 0.0, 0.0]  # the hidden event is the nearest
+    assert [h.event_id for h in index.nearest(query(), M, near)] == ["hidden", "open"]
+    assert [h.event_id for h in index.nearest(query(classes=()), M, near)] == ["open"]
+    shown = query(classes=("p:sensitive",))
+    assert [h.event_id for h in index.nearest(shown, M, near)] == ["hidden", "open"]
+
+
 def test_only_the_newest_vectors_are_scored(tmp_path: Path) -> None:
     index = SqliteSearchIndex(tmp_path / "s.sqlite3", max_vectors=2)
     index.upsert([event("old", 1), event("mid", 2), event("new", 3)])

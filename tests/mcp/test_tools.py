@@ -118,6 +118,17 @@ def test_a_pending_target_the_profile_does_not_let_agents_write_is_refused(mcp_u
     assert error["code"] == "PENDING_TARGET_NOT_WRITABLE"
 
 
+def test_a_proposal_that_approval_could_never_write_is_refused(mcp_url: str):
+    """The README's first MCP session once proposed at /durable_facts (no /-): approving
+    it would replace the list with one fact, so neither approve nor edit could."""
+    agent = McpClient(mcp_url, AGENT_KEY)
+    whole = {**FACT, "memory_path": "/durable_facts", "pending": True}
+    result = agent.call("remember", {**SCOPE, "text": "x", **whole})
+    assert (error_of(result)["code"], status_of(result)) == ("PROPOSAL_TARGET_INVALID", 422)
+    documents = recall(agent, include="context")["context"]["documents"]
+    assert [d["binding_id"] for d in documents] == []  # the document was never created
+
+
 def test_a_caller_without_write_cannot_remember(mcp_url: str):
     error = error_of(McpClient(mcp_url, READER_KEY).call("remember", {**SCOPE, "text": "x"}))
     assert error["code"] == "ROLE_FORBIDDEN"

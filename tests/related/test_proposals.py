@@ -219,17 +219,46 @@ def test_nobody_proposes_in_anothers_name_or_from_the_future(a2p: ApiClient):
     assert a2p.request("GET", MEMORIES).status == 404  # nothing was written
 
 
-def test_identical_proposals_are_one_decision(a2p: ApiClient):
+def test_proposal_ids_are_drawn_at_random_and_name_one_item_each(a2p: ApiClient):
     twice = [proposal("a2p-agent"), proposal("a2p-agent")]
     assert add_proposals(a2p, twice, "twice").status == 201
-    entries = queue(a2p)
-    assert len(entries) == 2 and entries[0]["proposal_id"] == entries[1]["proposal_id"]
+    first, second = queue(a2p)
+    assert first["proposal_id"] != second["proposal_id"]  # identical items, two proposals
+    assert first["item"]["proposal_id"] == first["proposal_id"]  # stored with the item
     user = a2p.as_key(A2P_USER_KEY)
-    first = review(user, entries[0]["proposal_id"], "approve")
-    again = review(user, entries[0]["proposal_id"], "approve")
-    assert first.status == again.status == 200 and again.data["replayed"] is True
+    assert review(user, first["proposal_id"], "approve").status == 200
+    again = review(user, first["proposal_id"], "approve")
+    assert again.status == 200 and again.data["replayed"] is True
     assert content(a2p)["memories"]["a2p:semantic"] == [memory(2)]
-    assert queue(a2p) == []
+    assert [e["proposal_id"] for e in queue(a2p)] == [second["proposal_id"]]
+
+
+def test_a_changed_copied_or_forged_proposal_gets_a_new_id(a2p: ApiClient):
+    made = add_proposals(a2p, [proposal("a2p-agent")], "one")
+    assert made.status == 201, made.data
+    (entry,) = queue(a2p)
+    old_id, etag = entry["proposal_id"], made.data["etag"]
+    changed = {**entry["item"], "candidate": memory(2, "Prefers Rust")}
+    copied = entry["item"]
+    forged = {**proposal("a2p-agent", n=3), "proposal_id": old_id}
+    ops = [
+        {"op": "replace", "path": "/content/proposals/0", "value": changed},
+        {"op": "add", "path": "/content/proposals/-", "value": copied},
+        {"op": "add", "path": "/content/proposals/-", "value": forged},
+    ]
+    reply = a2p.request(
+        "PATCH", MEMORIES, {"ops": ops}, {"If-Match": etag, "Idempotency-Key": "three"}
+    )
+    assert reply.status == 200, reply.data
+    ids = [e["proposal_id"] for e in queue(a2p)]
+    assert len(set(ids)) == 3 and ids.count(old_id) == 1  # the unchanged copy keeps it
+    assert [e["item"]["candidate"] for e in queue(a2p) if e["proposal_id"] == old_id] == [memory(2)]
+    history = a2p.as_key(A2P_USER_KEY).request("GET", MEMORIES + ":history?limit=1")
+    (change,) = history.data["changes"]  # the ids are in the recorded ops: a fold rebuilds it
+    assert [op["path"] for op in change["ops"][3:]] == [
+        "/content/proposals/0/proposal_id",
+        "/content/proposals/2/proposal_id",
+    ]
 
 
 def test_jobs_are_not_held_to_review_required(related: World):

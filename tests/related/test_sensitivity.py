@@ -131,12 +131,34 @@ def test_a_reviewer_below_a_candidates_class_neither_sees_nor_approves_it(a2p: A
     patch_as(a2p, etag, [op], "p6")
     assert reviewer.request("GET", f"{USER}/proposals").data["proposals"] == []
     (entry,) = user.request("GET", f"{USER}/proposals").data["proposals"]
-    url = f"{USER}/proposals/{entry['proposal_id']}/approve"
-    refused = reviewer.request("POST", url)
-    assert (refused.status, refused.error_code) == (403, "CLEARANCE_EXCEEDED"), refused.data
-    assert user.request("POST", url).status == 200
+    hidden = entry["proposal_id"]
+    absent = hidden[:-32] + "0" * 32  # the same document, no such proposal
+    for decision, body in (
+        ("approve", None),
+        ("edit", {"candidate": memory(7, "x")}),
+        ("reject", None),
+    ):
+        assert _refusal(reviewer, hidden, decision, body) == _refusal(
+            reviewer, absent, decision, body
+        )
+    assert user.request("POST", f"{USER}/proposals/{hidden}/approve").status == 200
     assert semantic(user.request("GET", MEMORIES))[-1] == "mem_6"
     assert semantic(a2p.request("GET", MEMORIES)) == ["mem_2", "mem_4"]
+    # The decision is not replayed to the reviewer, nor does a different one conflict.
+    for decision in ("approve", "reject"):
+        assert _refusal(reviewer, hidden, decision, None) == _refusal(
+            reviewer, absent, decision, None
+        )
+    again = user.request("POST", f"{USER}/proposals/{hidden}/approve")
+    assert again.status == 200 and again.data["replayed"] is True
+    assert "sensitivity" not in again.data  # the class the decision recorded is not told
+
+
+def _refusal(client: ApiClient, proposal_id: str, decision: str, body: Any) -> tuple[Any, ...]:
+    """A refused review as the caller sees it, without its request id."""
+    reply = client.request("POST", f"{USER}/proposals/{proposal_id}/{decision}", body)
+    error = reply.data["error"]
+    return reply.status, error["code"], error["message"], error["details"]
 
 
 def test_the_queue_shows_each_proposal_as_the_reviewer_may_see_it(a2p: ApiClient):
@@ -182,6 +204,20 @@ def test_a_write_that_changes_hidden_content_is_refused(a2p: ApiClient):
 def patch_as(client: ApiClient, etag: str, ops: list[dict[str, Any]], key: str) -> Reply:
     body = {"ops": ops, "confidence": 1.0, "evidence": EVIDENCE}
     return client.request("PATCH", MEMORIES, body, {"If-Match": etag, "Idempotency-Key": key})
+
+
+def test_a_stored_answer_is_never_replayed_to_a_caller_who_could_not_see_it(a2p: ApiClient):
+    user, reviewer = a2p.as_key(A2P_USER_KEY), a2p.as_key(REVIEWER_KEY)
+    etag = seed(user).data["etag"]
+    op = {"op": "add", "path": f"{SEMANTIC}/-", "value": memory(8, "a2p:interests")}
+    first = patch_as(user, etag, [op], "same-key")  # the user's answer holds mem_1, mem_3
+    assert first.status == 200 and "memory 1" in json.dumps(first.data)
+    same = patch_as(reviewer, etag, [op], "same-key")  # same key, same request, another caller
+    assert same.status == 412, same.data  # its own request, run: the ETag moved on
+    assert "idempotent-replayed" not in {k.lower() for k in same.headers}
+    assert "memory 1" not in json.dumps(same.data) and "memory 3" not in json.dumps(same.data)
+    again = patch_as(user, etag, [op], "same-key")  # the user's own repeat is replayed
+    assert again.status == 200 and again.data["document"] == first.data["document"]
 
 
 def test_no_op_reaches_above_or_around_hidden_content(a2p: ApiClient):

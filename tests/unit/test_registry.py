@@ -235,3 +235,13 @@ def test_rendering_and_reshaping_rules_are_checked_at_load(profiles: Path):
         ),
     ):
         assert refused_field(profiles, change) == field
+
+
+def test_a_pending_item_schema_must_admit_the_services_proposal_id(profiles: Path):
+    schema = profiles / "schemas" / "memory.user.dynamic" / "1.0.0.json"
+    raw = json.loads(schema.read_text())
+    del raw["properties"]["pending_confirmations"]["items"]["properties"]["proposal_id"]
+    schema.write_text(json.dumps(raw))  # additionalProperties false: every proposal refused
+    with pytest.raises(ConfigError, match="proposal_id") as caught:
+        load_registry(profiles)
+    assert caught.value.field == "/confidence_rules/pending_sections/user_dynamic"

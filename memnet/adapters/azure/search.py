@@ -11,6 +11,12 @@ with keywords weighted 1.5 (the default scoring profile, as in the SQLite index)
 
 Every query's OData filter starts with ``tenant_id eq '..' and user_id eq '..'``; string
 literals double their single quotes, collections match with ``any()`` + ``search.in``.
+A query with ``classes`` (a caller below some sensitivity class, :mod:`memnet.services.
+event_classes`) adds ``(sensitivity eq null or search.in(sensitivity, ..))``: the
+``sensitivity`` field (filterable, not retrievable) holds an event's class label. An
+index created before the field existed gains it in place by the idempotent PUT of
+``ensure_index`` (adding a field is allowed); every event it holds then has none (null),
+which is right: events had no classes before it.
 The query text is reduced to its words first, as the embedded index does
 (:func:`memnet.domain.search_words.query_words`: English stop words dropped unless nothing
 else remains), and only those words, space-separated, go to the simple parser with
@@ -313,6 +319,7 @@ def document(event: IndexedEvent) -> dict[str, Any]:
         "timestamp": utc(event.timestamp),
         "snapshot_uri": event.snapshot_uri,
         "evidence": event.evidence,
+        "sensitivity": event.sensitivity,
     }
 
 
@@ -342,6 +349,9 @@ def odata_filter(query: EventQuery) -> str:
         parts.append(f"project_ids/any(p: {_any_of('p', query.project_ids)})")
     if query.keywords:
         parts.append(f"keywords/any(k: {_any_of('k', query.keywords)})")
+    if query.classes is not None:  # unclassified events, and those of the classes given
+        shown = f" or {_any_of('sensitivity', query.classes)}" if query.classes else ""
+        parts.append(f"(sensitivity eq null{shown})")
     return " and ".join(parts)
 
 

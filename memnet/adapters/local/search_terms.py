@@ -14,7 +14,8 @@ _EPOCH, _MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=
 
 
 def filters(query: EventQuery, scope: int, correlated: bool = False) -> tuple[str, list[object]]:
-    """The AND-ed filter clauses on ``e`` (any-of within a field), with their parameters.
+    """The AND-ed filter clauses on ``e`` (any-of within a field; a class filter keeps
+    unclassified events and those of its classes), with their parameters.
     A project or keyword filter is a list subquery (SQLite builds it once per statement)
     or, ``correlated``, an index probe per row (for a statement run again and again)."""
     clauses: list[str] = []
@@ -27,6 +28,10 @@ def filters(query: EventQuery, scope: int, correlated: bool = False) -> tuple[st
         if values:
             clauses.append(f"e.{column} IN ({','.join('?' * len(values))})")
             params.extend(values)
+    if query.classes is not None:  # unclassified events, and those of the classes given
+        shown = f" OR e.sensitivity IN ({_marks(query.classes)})" if query.classes else ""
+        clauses.append(f"(e.sensitivity IS NULL{shown})")
+        params.extend(query.classes)
     for kind, values in (("p", query.project_ids), ("k", query.keywords)):
         if values:
             tags = f"event_tags WHERE scope_id = ? AND kind = ? AND value IN ({_marks(values)})"

@@ -24,7 +24,7 @@ SCHEMA = (  # the tables (docstring of .search)
         doc_id INTEGER PRIMARY KEY, scope_id INTEGER NOT NULL, event_id TEXT NOT NULL,
         ts_us INTEGER NOT NULL, timestamp TEXT NOT NULL, service_id TEXT NOT NULL,
         source_type TEXT NOT NULL, digest TEXT NOT NULL, keywords TEXT NOT NULL,
-        project_ids TEXT NOT NULL, snapshot_uri TEXT, evidence TEXT,
+        project_ids TEXT NOT NULL, snapshot_uri TEXT, evidence TEXT, sensitivity TEXT,
         UNIQUE (scope_id, event_id))""",
     "CREATE INDEX IF NOT EXISTS events_by_time ON events (scope_id, ts_us)",
     "CREATE INDEX IF NOT EXISTS events_by_service ON events (scope_id, service_id, ts_us)",
@@ -41,6 +41,7 @@ SCHEMA = (  # the tables (docstring of .search)
 COLUMNS = (  # added to files written before the column existed
     ("scopes", "docs", "INTEGER NOT NULL DEFAULT 0"),
     ("events", "terms", "TEXT NOT NULL DEFAULT '{}'"),
+    ("events", "sensitivity", "TEXT"),  # events indexed before classes: none (NULL)
 )
 
 
@@ -82,12 +83,12 @@ def insert_event(
     ts_us = micros(moment)
     cursor = db.execute(
         "INSERT INTO events (scope_id, event_id, ts_us, timestamp, service_id, source_type,"
-        " digest, keywords, project_ids, snapshot_uri, evidence, terms)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " digest, keywords, project_ids, snapshot_uri, evidence, terms, sensitivity)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (scope, event.event_id, ts_us, format_timestamp(moment), event.service_id,
          event.source_type, event.digest, json.dumps(list(event.keywords)),
          json.dumps(list(event.project_ids)), event.snapshot_uri, event.evidence,
-         to_json(weighted)),
+         to_json(weighted), event.sensitivity),
     )  # fmt: skip
     doc_id = int(cursor.lastrowid or 0)
     post(db, scope, doc_id, ts_us, weighted)

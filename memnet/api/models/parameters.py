@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from memnet.domain.identifiers import SEGMENT
+from memnet.domain.proposals import PROPOSAL_ID
 
 if TYPE_CHECKING:
     from memnet.api.models.routes import Route
@@ -27,7 +28,7 @@ _PATH_PARAMETERS: dict[str, dict[str, Any]] = {
     "action": {"type": "string", "enum": ["retry", "discard"]},
     "proposal_id": {
         "type": "string",
-        "pattern": "^p[A-Za-z0-9_-]{1,800}\\.[0-9a-f]{20}$",
+        "pattern": f"^{PROPOSAL_ID.pattern}$",
         "description": "A proposal_id from the queue (GET …/proposals).",
     },
     "decision": {"type": "string", "enum": ["approve", "edit", "reject"]},

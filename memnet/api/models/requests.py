@@ -292,6 +292,16 @@ class EventEvidence(Open):
 _TEXT = {"pattern": NOT_BLANK}
 
 
+class EventClass(Body):
+    """An event's sensitivity class: a class of ``profile_id``'s ``sensitivity_rules``
+    that the writer is cleared for (docs/search.md "Sensitivity")."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True, populate_by_name=True)
+
+    profile_id: Identifier
+    class_: Identifier = Field(alias="class")
+
+
 class EventBody(Body):
     """An event digest (spec 9.2). Also accepted, and left out here because a schema
     cannot say what they must equal: ``tenant_id`` and ``user_id`` (the path's),
@@ -309,6 +319,7 @@ class EventBody(Body):
     project_ids: list[SegmentStr] = Field([], max_length=16)
     evidence: EventEvidence | None = None
     importance: Annotated[float, Field(ge=0, le=1)] | None = None
+    sensitivity: EventClass | None = None
 
 
 class Message(Body):

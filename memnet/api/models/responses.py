@@ -213,6 +213,9 @@ class EventRecord(Open):
     keywords: list[str]
     project_ids: list[str]
     recorded_by: str
+    sensitivity: dict[str, str] | None = Field(
+        None, description="{profile_id, class}: shown only to callers cleared for it."
+    )
 
 
 class EventWritten(Closed):
