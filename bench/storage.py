@@ -150,9 +150,9 @@ class CountingStore:
     def __init__(self, inner: BlobStore) -> None:
         self.inner, self.calls = inner, list[str]()
 
-    def read(self, name: str) -> Any:
+    def read(self, name: str, *, max_bytes: int | None = None) -> Any:
         self.calls.append("read")
-        return self.inner.read(name)
+        return self.inner.read(name, max_bytes=max_bytes)
 
     def read_if_changed(self, name: str, etag: str) -> Any:
         self.calls.append("read_if_changed")

@@ -39,6 +39,17 @@ class StorageUnavailable(StorageError):
     """A transient dependency failure (maps to 503)."""
 
 
+class BlobTooLarge(StorageError):
+    """A bounded read (:meth:`BlobStore.read` with ``max_bytes``) found the blob larger
+    than the bound, and read no more of it than the bound. Permanent: the same read of
+    the same blob is refused again. ``size``: the blob's size as far as the store learnt
+    it (at least ``max_bytes + 1``)."""
+
+    def __init__(self, name: str, size: int, max_bytes: int) -> None:
+        super().__init__(f"blob {name} is {size} bytes; the read allows {max_bytes}")
+        self.name, self.size, self.max_bytes = name, size, max_bytes
+
+
 @dataclass(frozen=True)
 class Blob:
     name: str
@@ -104,8 +115,13 @@ class BlobStore(Protocol):
     """Blob semantics (ARCHITECTURE.md: per-blob conditional writes, prefix listing,
     no multi-blob transactions). Names are ``/``-separated, relative to one container."""
 
-    def read(self, name: str) -> Blob:
-        """Return the blob or raise :class:`BlobNotFound`."""
+    def read(self, name: str, *, max_bytes: int | None = None) -> Blob:
+        """Return the blob or raise :class:`BlobNotFound`.
+
+        ``max_bytes`` bounds a read of a blob whose size our own writes do not control
+        (one written straight to storage): a larger blob raises :class:`BlobTooLarge`
+        having transferred at most ``max_bytes + 1`` of its bytes, so memory and I/O
+        are bounded by the caller, never by the blob. None: no bound."""
         ...
 
     def read_if_changed(self, name: str, etag: str) -> Blob | None:
@@ -194,6 +210,13 @@ def check_body(body: str) -> None:
     size = len(body.encode("utf-8"))
     if size > MAX_BODY_BYTES:
         raise ValueError(f"message body is {size} bytes; the limit is {MAX_BODY_BYTES}")
+
+
+def check_bound(max_bytes: int | None) -> None:
+    """A read's ``max_bytes`` (:meth:`BlobStore.read`) is None or at least 0;
+    :class:`ValueError` otherwise."""
+    if max_bytes is not None and max_bytes < 0:
+        raise ValueError(f"max_bytes must be at least 0, not {max_bytes}")
 
 
 def check_range(name: str, value: int, low: int, high: int) -> None:

@@ -19,8 +19,10 @@ none), and GCM then refuses the ciphertext.
 check, then apply); everything that goes wrong is a :class:`SealedBlobError` whose
 ``code`` is one of:
 
-- ``SNAPSHOT_UNREADABLE``: too large, not JSON, an unknown format or cipher, a missing or
-  mistyped field, bad base64, a nonce that is not 12 bytes;
+- ``SNAPSHOT_TOO_LARGE`` (:func:`too_large`): the blob is larger than
+  :data:`MAX_SEALED_BYTES`; raised by its reader, which the store refused unread;
+- ``SNAPSHOT_UNREADABLE``: not JSON, an unknown format or cipher, a missing or mistyped
+  field, bad base64, a nonce that is not 12 bytes;
 - ``SNAPSHOT_KEY_UNAVAILABLE``: the provider failed transiently (``transient`` True:
   retry later); from :func:`seal`, any provider failure;
 - ``SNAPSHOT_DECRYPT_FAILED``: the provider refused the wrapped key (unknown or wrong
@@ -30,8 +32,12 @@ check, then apply); everything that goes wrong is a :class:`SealedBlobError` who
 Messages name the provider and the KEK id at most: never key material or plaintext
 (they reach replay statuses). The cause is chained for the logs.
 
-Size: base64 makes the blob 4/3 of the plaintext plus about 400 bytes, so the default
-8 MiB bound of :func:`open_sealed` admits snapshots up to about 6 MiB.
+Size: base64 makes the blob 4/3 of the plaintext plus about 400 bytes, so the bound
+:data:`MAX_SEALED_BYTES` (8 MiB) admits snapshots up to about 6 MiB. An upload is
+bounded far below it by the API's 1 MiB body limit; a blob written straight to storage
+is not, so the snapshot service reads every snapshot with this bound (one check, at the
+read: a blob over it is never downloaded, so there is nothing left for
+:func:`open_sealed` to check).
 """
 
 from __future__ import annotations
@@ -85,13 +91,9 @@ def seal(plaintext: bytes, aad: bytes, keys: KeyProvider) -> bytes:
     return _dump(wrapped, nonce, ciphertext)
 
 
-def open_sealed(
-    blob: bytes, aad: bytes, keys: KeyProvider, *, max_bytes: int = MAX_SEALED_BYTES
-) -> bytes:
-    """The plaintext of a blob :func:`seal` made with the same ``aad``; blobs over
-    ``max_bytes`` are refused before they are parsed."""
-    if len(blob) > max_bytes:
-        raise _unreadable(f"the sealed blob is larger than {max_bytes} bytes")
+def open_sealed(blob: bytes, aad: bytes, keys: KeyProvider) -> bytes:
+    """The plaintext of a blob :func:`seal` made with the same ``aad``. Its size is
+    bounded where it is read, before a byte of it is (:data:`MAX_SEALED_BYTES`)."""
     wrapped, nonce, ciphertext = _parse(blob)
     data_key = _unwrap(wrapped, keys)
     try:
@@ -99,6 +101,12 @@ def open_sealed(
     except InvalidTag:
         message = "the snapshot does not decrypt (tampered, or sealed for another path)"
         raise SealedBlobError("SNAPSHOT_DECRYPT_FAILED", message) from None
+
+
+def too_large(size: int, max_bytes: int) -> SealedBlobError:
+    """The permanent refusal of a sealed blob of ``size`` bytes, over ``max_bytes``."""
+    message = f"the sealed blob is {size} bytes; a snapshot may be at most {max_bytes}"
+    return SealedBlobError("SNAPSHOT_TOO_LARGE", message)
 
 
 def _dump(wrapped: WrappedKey, nonce: bytes, ciphertext: bytes) -> bytes:

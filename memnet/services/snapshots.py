@@ -27,6 +27,7 @@ from memnet.domain.transcript import Transcript, parse_transcript
 from memnet.ports import (
     BlobNotFound,
     BlobStore,
+    BlobTooLarge,
     Condition,
     KeyProvider,
     MessageQueue,
@@ -36,7 +37,13 @@ from memnet.services import views
 from memnet.services.registry import ProfileRegistry
 from memnet.services.replay_records import Record, ReplayRecords
 from memnet.services.replay_writes import REPLAY_QUEUE, uploader_clearance
-from memnet.services.sealing import SealedBlobError, open_sealed, seal
+from memnet.services.sealing import (
+    MAX_SEALED_BYTES,
+    SealedBlobError,
+    open_sealed,
+    seal,
+    too_large,
+)
 from memnet.services.tombstones import Tombstones
 
 log = logging.getLogger(__name__)
@@ -108,8 +115,15 @@ class SnapshotService:
 
     def open(self, ref: SnapshotRef) -> Transcript:
         """The decrypted transcript (:class:`~memnet.services.sealing.SealedBlobError`
-        when it cannot be opened; :class:`~memnet.ports.BlobNotFound` when absent)."""
-        sealed = self._blobs.read(ref.blob_name).data
+        when it cannot be opened; :class:`~memnet.ports.BlobNotFound` when absent).
+
+        The blob is read with the bound :data:`~memnet.services.sealing.MAX_SEALED_BYTES`:
+        a writer straight to storage (the blob trigger's path) sets its size, so a
+        larger one is refused by the store before it is read (``SNAPSHOT_TOO_LARGE``)."""
+        try:
+            sealed = self._blobs.read(ref.blob_name, max_bytes=MAX_SEALED_BYTES).data
+        except BlobTooLarge as error:
+            raise too_large(error.size, error.max_bytes) from error
         return parse_transcript(json.loads(open_sealed(sealed, ref.blob_name.encode(), self._keys)))
 
     def read(self, caller: Caller, ref: SnapshotRef) -> dict[str, Any]:

@@ -25,9 +25,9 @@ class CountingBlobStore:
     def __init__(self, inner: FileBlobStore) -> None:
         self.inner, self.reads = inner, 0
 
-    def read(self, name: str) -> Blob:
+    def read(self, name: str, *, max_bytes: int | None = None) -> Blob:
         self.reads += 1
-        return self.inner.read(name)
+        return self.inner.read(name, max_bytes=max_bytes)
 
     def read_if_changed(self, name: str, etag: str) -> Blob | None:
         self.reads += 1

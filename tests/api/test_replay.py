@@ -22,7 +22,7 @@ from memnet.domain.layout import SnapshotRef
 from memnet.domain.replay_contract import ExtractionRequest
 from memnet.ports import ExtractorError, KeyProviderError
 from memnet.services.replay_writes import REPLAY_QUEUE
-from memnet.services.sealing import seal
+from memnet.services.sealing import MAX_SEALED_BYTES, seal
 from tests.api.test_documents import create
 from tests.clients import ApiClient, DirectClient, HttpClient
 from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, backend_settings, doc_url
@@ -366,6 +366,35 @@ def test_the_blob_trigger_replays_a_snapshot_written_straight_to_storage(setup, 
     status = api.request("GET", SNAP + "/replay").data
     assert status["status"] == "applied" and status["source"] == "blob_trigger"
     assert status["profile_id"] == "project-copilot-v1"  # the only profile
+
+
+def padded(services: Services, ref: SnapshotRef, body: dict[str, Any], size: int) -> bytes:
+    """``body`` sealed as a writer straight to storage would, padded with JSON whitespace
+    to ``size`` bytes: it opens to ``body`` whatever its size."""
+    sealed = seal(json.dumps(body).encode(), ref.blob_name.encode(), services.snapshots._keys)
+    return sealed + b" " * (size - len(sealed))
+
+
+def test_a_snapshot_blob_over_the_bound_fails_its_replay_for_good(setup, api):
+    services, extractor = setup
+    extractor.output = lambda r: {"digests": [DIGEST]}
+    from memnet.ports import Condition
+
+    blob = padded(services, REF, transcript("hello"), MAX_SEALED_BYTES + 1)
+    services.blobs.write(REF.blob_name, blob, Condition.create_only())
+    function_app.snapshot_written(
+        BlobClient(LOCAL_ACCOUNT_URL, services.settings.blob_container, REF.blob_name)
+    )
+    drain(services)
+    status = api.request("GET", SNAP + "/replay").data
+    assert status["status"] == "failed" and status["error"]["code"] == "SNAPSHOT_TOO_LARGE"
+    assert status["attempts"] == 1 and status["events"] == [] and extractor.calls == 0
+    read_back = api.as_key(ADMIN_KEY).request("GET", SNAP)
+    assert (read_back.status, read_back.error_code) == (500, "SNAPSHOT_TOO_LARGE")
+    assert upload(api).error_code == "SNAPSHOT_EXISTS"  # the same id: not the same upload
+    services.queue.send(REPLAY_QUEUE, json.dumps({"kind": "replay", **REF.as_json()}))
+    assert drain(services) == 1  # a redelivery finds it failed: nothing is retried
+    assert api.request("GET", SNAP + "/replay").data["attempts"] == 1
 
 
 # -- conflicts ---------------------------------------------------------------------------

@@ -53,8 +53,8 @@ class CrashingBlobStore:
         if self.mutations == self.crash_before:
             raise SimulatedCrash(f"crash before mutation {self.mutations}")
 
-    def read(self, name: str) -> Blob:
-        return self.inner.read(name)
+    def read(self, name: str, *, max_bytes: int | None = None) -> Blob:
+        return self.inner.read(name, max_bytes=max_bytes)
 
     def read_if_changed(self, name: str, etag: str) -> Blob | None:
         return self.inner.read_if_changed(name, etag)

@@ -94,10 +94,10 @@ class Unreachable(CrashingBlobStore):
         super().__init__(inner, crash_before=0)
         self.down = False
 
-    def read(self, name):  # type: ignore[no-untyped-def]
+    def read(self, name, *, max_bytes=None):  # type: ignore[no-untyped-def]
         if self.down:
             raise StorageUnavailable(name)
-        return self.inner.read(name)
+        return self.inner.read(name, max_bytes=max_bytes)
 
     def write(self, name, data, condition):  # type: ignore[no-untyped-def]
         if self.down:

@@ -81,7 +81,7 @@ class Unreadable:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
 
-    def read(self, name: str) -> Blob:
+    def read(self, name: str, *, max_bytes: int | None = None) -> Blob:
         raise PermissionError(f"blob {name} is not readable here")
 
 

@@ -20,7 +20,8 @@ from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.layout import SnapshotRef
 from memnet.ports import Condition
-from memnet.services.sealing import seal
+from memnet.services.sealing import MAX_SEALED_BYTES, seal
+from tests.api.test_replay import padded
 from tests.clients import HttpClient, Reply
 from tests.conftest import AGENT_KEY, doc_url, make_settings
 from tests.host.test_blob_trigger import Unreadable
@@ -100,3 +101,19 @@ def test_a_snapshot_written_straight_to_the_store_is_replayed_by_the_host(host):
     client = HttpClient(server.url, AGENT_KEY)
     status = settled(client, "/v1/tenants/acme/users/bob/snapshots/c9/s9/replay").data
     assert status["status"] == "applied" and status["source"] == "blob_trigger"
+
+
+def test_a_snapshot_written_straight_to_the_store_over_the_bound_fails_on_the_host(host):
+    """The bound is the store's read (docs/replay.md): a blob of exactly
+    ``MAX_SEALED_BYTES`` replays, one byte more ends ``failed`` without being read."""
+    services, server = host
+    client = HttpClient(server.url, AGENT_KEY)
+    body: dict[str, Any] = {**TRANSCRIPT, "profile_id": "project-copilot-v1"}
+    for snapshot_id, size in (("at-bound", MAX_SEALED_BYTES), ("over", MAX_SEALED_BYTES + 1)):
+        ref = SnapshotRef("acme", "bob", "c9", snapshot_id)
+        services.blobs.write(ref.blob_name, padded(services, ref, body, size), Condition())
+    url = "/v1/tenants/acme/users/bob/snapshots/c9/{}/replay"
+    assert settled(client, url.format("at-bound")).data["status"] == "applied"
+    over = settled(client, url.format("over")).data
+    assert (over["status"], over["source"]) == ("failed", "blob_trigger")
+    assert over["error"]["code"] == "SNAPSHOT_TOO_LARGE" and over["events"] == []

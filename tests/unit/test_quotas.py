@@ -38,7 +38,7 @@ class NoStorage:
 
 
 class Unreachable(FileBlobStore):
-    def read(self, name: str) -> Blob:
+    def read(self, name: str, *, max_bytes: int | None = None) -> Blob:
         raise StorageUnavailable("down")
 
 

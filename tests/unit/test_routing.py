@@ -63,7 +63,7 @@ def test_reads_go_concurrent_only_once_they_are_slow():
         def __init__(self, seconds: float) -> None:
             self.seconds = seconds
 
-        def read(self, name: str) -> Any:
+        def read(self, name: str, *, max_bytes: int | None = None) -> Any:
             import time
 
             time.sleep(self.seconds)

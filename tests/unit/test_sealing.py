@@ -202,15 +202,6 @@ def test_a_missing_or_mistyped_key_field_is_unreadable(keys, name):
         assert code_of(dump({**document, "key": key}), keys) == "SNAPSHOT_UNREADABLE"
 
 
-def test_an_oversize_blob_is_refused_before_it_is_parsed(keys):
-    blob = seal(PLAINTEXT, AAD, keys)
-    with pytest.raises(SealedBlobError) as raised:
-        open_sealed(blob, AAD, keys, max_bytes=len(blob) - 1)
-    assert raised.value.code == "SNAPSHOT_UNREADABLE" and not raised.value.transient
-    assert open_sealed(blob, AAD, keys, max_bytes=len(blob)) == PLAINTEXT
-    assert code_of(b" " * (8 * 1024 * 1024 + 1), keys) == "SNAPSHOT_UNREADABLE"
-
-
 def test_a_transient_key_failure_on_open_is_transient(keys):
     blob = seal(PLAINTEXT, AAD, keys)
     keys.failure = KeyProviderError("vault throttled", transient=True)

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, TypedDict
 from azure.core import MatchConditions
 from azure.core.exceptions import (
     AzureError,
+    HttpResponseError,
     ResourceExistsError,
     ResourceModifiedError,
     ResourceNotFoundError,
     ResourceNotModifiedError,
 )
-from azure.storage.blob import ContainerClient
+from azure.storage.blob import ContainerClient, StorageStreamDownloader
 
 from memnet.adapters.azure.errors import error_code, is_unavailable
 from memnet.ports import (
@@ -34,11 +35,13 @@ from memnet.ports import (
     BlobInfo,
     BlobNotFound,
     BlobPage,
+    BlobTooLarge,
     Condition,
     PreconditionFailed,
     Residue,
     StorageError,
     StorageUnavailable,
+    check_bound,
 )
 
 if TYPE_CHECKING:
@@ -66,6 +69,7 @@ def _not_modified() -> Iterator[None]:
 # Errors that say the container, not the blob, is unusable: a deployment problem (503).
 _CONTAINER_CODES = frozenset({"ContainerNotFound", "ContainerBeingDeleted", "ContainerDisabled"})
 _UNCONDITIONAL = Condition()
+_RANGE_NOT_SATISFIABLE = 416
 
 
 class AzureBlobStore:
@@ -101,12 +105,37 @@ class AzureBlobStore:
         with map_azure_errors(self._container.container_name), suppress(ResourceExistsError):
             self._container.create_container()
 
-    def read(self, name: str) -> Blob:
-        """Return the blob or raise :class:`BlobNotFound`."""
+    def read(self, name: str, *, max_bytes: int | None = None) -> Blob:
+        """Return the blob or raise :class:`BlobNotFound`; with ``max_bytes``, one ranged
+        download of at most ``max_bytes + 1`` bytes (:meth:`_read_bounded`)."""
+        check_bound(max_bytes)
         with map_azure_errors(name):
-            downloader = self._container.download_blob(name)
-            data = downloader.readall()
-        return Blob(name=name, data=data, etag=str(downloader.properties.etag))
+            if max_bytes is None:
+                return _blob(name, self._container.download_blob(name))
+            return self._read_bounded(name, max_bytes)
+
+    def _read_bounded(self, name: str, max_bytes: int) -> Blob:
+        """The blob if it holds at most ``max_bytes``, else :class:`BlobTooLarge` with
+        its whole size (the range's Content-Range), having downloaded ``max_bytes + 1``
+        bytes at most. The service refuses any range of an empty blob (416
+        InvalidRange): its properties then give its ETag."""
+        try:
+            downloader = self._container.download_blob(name, offset=0, length=max_bytes + 1)
+        except HttpResponseError as error:
+            if error.status_code != _RANGE_NOT_SATISFIABLE:
+                raise
+            return self._empty(name)
+        if downloader.size > max_bytes:
+            raise BlobTooLarge(name, _whole_size(downloader), max_bytes)
+        return _blob(name, downloader)
+
+    def _empty(self, name: str) -> Blob:
+        """The empty blob ``name`` with its ETag; :class:`StorageUnavailable` (read again)
+        when it was written since the ranged download found it empty."""
+        properties = self._container.get_blob_client(name).get_blob_properties()
+        if properties.size:
+            raise StorageUnavailable(f"blob {name} changed while it was read; read again")
+        return Blob(name=name, data=b"", etag=str(properties.etag))
 
     def read_if_changed(self, name: str, etag: str) -> Blob | None:
         """None if the blob still has ``etag`` (the service answers 304); else as read."""
@@ -115,10 +144,9 @@ class AzureBlobStore:
                 downloader = self._container.download_blob(
                     name, etag=etag, match_condition=MatchConditions.IfModified
                 )
-                data = downloader.readall()
+                return _blob(name, downloader)
         except NotModified:
             return None
-        return Blob(name=name, data=data, etag=str(downloader.properties.etag))
 
     def write(self, name: str, data: bytes, condition: Condition) -> str:
         """Write if ``condition`` holds (else :class:`PreconditionFailed`); the new ETag."""
@@ -176,6 +204,18 @@ class AzureBlobStore:
                 if self._client is None:
                     self._client = self._factory()
         return self._client
+
+
+def _blob(name: str, downloader: StorageStreamDownloader[bytes]) -> Blob:
+    """The downloaded blob, its content read in full (inside :func:`map_azure_errors`)."""
+    return Blob(name=name, data=downloader.readall(), etag=str(downloader.properties.etag))
+
+
+def _whole_size(downloader: StorageStreamDownloader[bytes]) -> int:
+    """The blob's size, not the range's (the downloader's ``size``): the total the SDK
+    keeps in ``bytes <first>-<last>/<total>``."""
+    total = (downloader.properties.content_range or "").rpartition("/")[2]
+    return int(total) if total.isdigit() else downloader.size
 
 
 def _default() -> TokenCredential:

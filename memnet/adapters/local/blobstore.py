@@ -44,16 +44,18 @@ from itertools import islice
 from pathlib import Path
 
 from memnet.adapters.local import durable, residue
-from memnet.adapters.local.etags import EtagKeeper, keeper_for, new_etag
+from memnet.adapters.local.etags import EtagKeeper, TooLarge, keeper_for, new_etag
 from memnet.ports import (
     Blob,
     BlobInfo,
     BlobNotFound,
     BlobPage,
+    BlobTooLarge,
     Condition,
     PreconditionFailed,
     Residue,
     StorageUnavailable,
+    check_bound,
 )
 
 LOCK_STRIPES = 1024
@@ -128,11 +130,17 @@ class FileBlobStore:
     def _blob_lock(self, name: str) -> AbstractContextManager[None]:
         return self._locked(name, fcntl.LOCK_EX)
 
-    def read(self, name: str) -> Blob:
-        """Return the blob's bytes and ETag, read consistently; :class:`BlobNotFound`."""
+    def read(self, name: str, *, max_bytes: int | None = None) -> Blob:
+        """Return the blob's bytes and ETag, read consistently; :class:`BlobNotFound`.
+        A file larger than ``max_bytes`` is :class:`BlobTooLarge`, found by ``fstat``
+        on the open file before any byte is read (:func:`.etags.read_content`)."""
+        check_bound(max_bytes)
         path = self._path(name)
-        with _storage_errors(name), self._reading(name):
-            found = self.etags.read(path)
+        try:
+            with _storage_errors(name), self._reading(name):
+                found = self.etags.read(path, max_bytes)
+        except TooLarge as error:
+            raise BlobTooLarge(name, error.size, error.max_bytes) from None
         if found is None:
             raise BlobNotFound(name)
         return Blob(name=name, data=found[0], etag=found[1])

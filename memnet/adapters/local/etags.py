@@ -25,19 +25,20 @@ import os
 import secrets
 import stat
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from memnet.adapters.local import durable
 
 ATTR = "user.memnet.etag"
 _READ_SIZE = 1 << 16
+T = TypeVar("T")
 
 
 class EtagKeeper(Protocol):
     needs_read_lock: bool
 
     def current(self, path: str) -> str | None: ...
-    def read(self, path: str) -> tuple[bytes, str] | None: ...
+    def read(self, path: str, max_bytes: int | None) -> tuple[bytes, str] | None: ...
     def replace(self, path: str, data: bytes, etag: str) -> None: ...
     def remove(self, path: str) -> None: ...
 
@@ -55,18 +56,12 @@ class XattrEtags:
             return _missing_attr(exc, lambda: os.stat(path))
         return _etag(value, lambda: os.stat(path))
 
-    def read(self, path: str) -> tuple[bytes, str] | None:
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        try:
+    def read(self, path: str, max_bytes: int | None) -> tuple[bytes, str] | None:
+        def pair(fd: int) -> tuple[bytes, str]:
             value = _attr(fd)
-            return _read_all(fd), _etag(value, lambda: os.fstat(fd))
-        except IsADirectoryError:
-            return None
-        finally:
-            os.close(fd)
+            return read_content(fd, max_bytes), _etag(value, lambda: os.fstat(fd))
+
+        return _with_file(path, pair)
 
     def replace(self, path: str, data: bytes, etag: str) -> None:
         durable.replace(path, data, (ATTR, etag.encode("ascii")), self._sync)
@@ -75,14 +70,59 @@ class XattrEtags:
         durable.remove(path, self._sync)
 
 
-def _read_all(fd: int) -> bytes:
-    """Read to the end; on a regular file a short read is the end."""
+class TooLarge(Exception):
+    """Internal: the file holds more than the read's bound ``max_bytes`` (the store names
+    the blob); ``size``: its size as far as it was learnt."""
+
+    def __init__(self, size: int, max_bytes: int) -> None:
+        super().__init__(f"{size} bytes, more than {max_bytes}")
+        self.size, self.max_bytes = size, max_bytes
+
+
+def _with_file(path: str, use: Callable[[int], T]) -> T | None:
+    """``use`` applied to the open file; None when there is no file (a directory
+    included: reading one raises :class:`IsADirectoryError`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        return use(fd)
+    except IsADirectoryError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_content(fd: int, max_bytes: int | None) -> bytes:
+    """The file's bytes. With ``max_bytes``, :class:`TooLarge` when it holds more: a
+    regular file's size is checked before any byte is read, and no more than
+    ``max_bytes + 1`` bytes are read even from a file that grows meanwhile (one placed
+    by hand can be appended to) or that has no size to check."""
+    if max_bytes is None:
+        return _read_up_to(fd, None)
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_size > max_bytes:
+        raise TooLarge(info.st_size, max_bytes)
+    data = _read_up_to(fd, max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TooLarge(len(data), max_bytes)
+    return data
+
+
+def _read_up_to(fd: int, limit: int | None) -> bytes:
+    """Read to the end, or ``limit`` bytes; on a regular file a short read is the end."""
     chunks = []
-    while True:
-        chunk = os.read(fd, _READ_SIZE)
+    left = limit
+    while left is None or left > 0:
+        wanted = _READ_SIZE if left is None else min(_READ_SIZE, left)
+        chunk = os.read(fd, wanted)
         chunks.append(chunk)
-        if len(chunk) < _READ_SIZE:
-            return b"".join(chunks)
+        if left is not None:
+            left -= len(chunk)
+        if len(chunk) < wanted:
+            break
+    return b"".join(chunks)
 
 
 def _attr(fd: int) -> bytes | None:
@@ -130,10 +170,12 @@ class SidecarEtags:
         sidecar = durable.read_file(self._sidecar(path))
         return sidecar.decode("ascii") if sidecar else etag_from_stat(info)
 
-    def read(self, path: str) -> tuple[bytes, str] | None:
+    def read(self, path: str, max_bytes: int | None) -> tuple[bytes, str] | None:
         etag = self.current(path)
-        data = durable.read_file(path) if etag is not None else None
-        return None if data is None or etag is None else (data, etag)
+        if etag is None:
+            return None
+        data = _with_file(path, lambda fd: read_content(fd, max_bytes))
+        return None if data is None else (data, etag)
 
     def replace(self, path: str, data: bytes, etag: str) -> None:
         durable.replace(self._sidecar(path), etag.encode("ascii"), None, self._sync)
