@@ -9,7 +9,6 @@ callers file written once per session in a temporary directory (nothing is copie
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from memnet.adapters.local.apikeys import hash_key
 from memnet.bootstrap import Services
 from tests.conftest import make_settings
 
-SUITE_DIR = Path(__file__).resolve().parents[3] / "shared" / "conformance" / "json-patch-tests"
+SUITE_DIR = Path(__file__).resolve().parents[1] / "data" / "conformance" / "json-patch-tests"
 SUITE_FILES = ("tests.json", "spec_tests.json")
 
 PROFILE_ID = "conformance-v1"
@@ -59,9 +58,7 @@ CALLERS = {
 
 
 def load_records() -> list[tuple[str, int, dict[str, Any]]]:
-    """Every record of the suite as ``(file name, index, record)``; [] if the suite is absent."""
-    if not SUITE_DIR.is_dir():
-        return []
+    """Every record of the suite as ``(file name, index, record)``."""
     found = []
     for name in SUITE_FILES:
         records = json.loads((SUITE_DIR / name).read_text(encoding="utf-8"))
@@ -71,12 +68,10 @@ def load_records() -> list[tuple[str, int, dict[str, Any]]]:
 
 @pytest.fixture(scope="session")
 def suite_dir() -> Path:
-    """The suite's directory; a missing suite fails under CI and is skipped elsewhere."""
-    if not all((SUITE_DIR / name).is_file() for name in SUITE_FILES):
-        message = f"JSON Patch conformance suite not found at {SUITE_DIR}"
-        if os.environ.get("CI"):
-            pytest.fail(message + " (required when CI is set)")
-        pytest.skip(message + "; see shared/conformance/json-patch-tests/SOURCE.md")
+    """The suite's directory (vendored: tests/data/conformance/json-patch-tests/SOURCE.md);
+    a missing file fails the tier."""
+    missing = [name for name in SUITE_FILES if not (SUITE_DIR / name).is_file()]
+    assert not missing, f"JSON Patch conformance suite files missing: {missing} in {SUITE_DIR}"
     return SUITE_DIR
 
 
