@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,36 @@ AGENT_KEY, ADMIN_KEY = "dev-agent-key", "dev-admin-key"
 PRIVACY_KEY = "dev-privacy-key"  # the forget role only
 
 __all__ = ["azurite", "azurite_queue"]
+
+
+STARTER = "project-copilot-v1"
+
+
+def starter_profiles(target: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of ``profiles/`` at ``target`` with the starter profile changed by ``edit``
+    (the tests' one way to vary a shipped profile)."""
+    shutil.copytree(REPO / "profiles", target)
+    path = target / f"{STARTER}.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    edit(raw)
+    path.write_text(json.dumps(raw, indent=2), encoding="utf-8")
+    return target
+
+
+def trusting_guard(raw: dict[str, Any]) -> None:
+    """The starter's poisoning guard raised as far as it goes (every section ``all``, no
+    lexical support asked, no rate met): what tests of the replay's mechanics (conflicts,
+    retries, crashes) write with, so that only the guard's own tests are about it."""
+    sections = {
+        "user_dynamic": ["/preferences", "/durable_facts"],
+        "project_doc": ["/summary", "/facets", "/recent_notes"],
+    }
+    raw["guard_rules"] = {
+        **raw["guard_rules"],
+        "replay_ceiling": {b: dict.fromkeys(s, "all") for b, s in sections.items()},
+        "min_support": 0,
+        "replay_rates": {"per_conversation": 1000, "per_day": 100000},
+    }
 
 
 def make_settings(data_dir: Path, **overrides: object) -> Settings:

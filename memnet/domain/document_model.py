@@ -4,6 +4,7 @@ layer and context assembly."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,3 +46,5 @@ class WriteCommand:
     rebase: bool = False  # a stale If-Match is moved to the latest version when ops commute
     origin: dict[str, Any] | None = None  # who produced the ops (a replay, its extractor)
     reason_codes: list[str] | None = None  # a job's finer reasons, kept in the audit record
+    # op index -> why the replay's poisoning guard holds it (set at planning, kept in the plan)
+    holds: Mapping[int, tuple[str, ...]] = field(default_factory=dict)

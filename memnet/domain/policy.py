@@ -8,6 +8,7 @@ violation is collected with its op index and path and reported together.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,8 @@ class WriteIntent:
     confidence: float | None = None
     evidence: Any = None
     reviewer: bool = False  # holds the review or admin role (proposal_rules.review_required)
+    # op index -> why the poisoning guard holds it (memnet.domain.guard.REASONS)
+    holds: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,7 +67,7 @@ def plan_ops(
     """Check ``ops`` against the profile and return what may be applied; given the
     current ``content``, a write that re-verifies a fact the freshness job downgraded
     also removes that proposal (:func:`memnet.domain.freshness.restore_ops`)."""
-    planned = _checked(profile, binding, ops, intent)
+    planned = _checked(profile, binding, ops, intent, content)
     if content is not None and not planned.violations:
         planned.ops += _restores(profile, binding, content, planned.ops)
     return planned
@@ -79,7 +82,9 @@ def _restores(profile: Profile, binding: Binding, content: Any, ops: list[Op]) -
     return freshness.restore_ops(content, sections, pending, rules, ops)
 
 
-def _checked(profile: Profile, binding: Binding, ops: list[Op], intent: WriteIntent) -> Planned:
+def _checked(
+    profile: Profile, binding: Binding, ops: list[Op], intent: WriteIntent, content: Any = None
+) -> Planned:
     planned = Planned()
     if not binding.writable or not profile.writable_paths.get(binding.binding_id):
         message = f"binding {binding.binding_id!r} cannot be patched (admin PUT only)."
@@ -98,9 +103,41 @@ def _checked(profile: Profile, binding: Binding, ops: list[Op], intent: WriteInt
     for op in ops:
         problems = _path_violations(profile, binding, op)
         planned.violations.extend(problems)
-        if not problems:
+        if problems:
+            continue
+        held = intent.holds.get(op.index)
+        if held and op.writes():
+            _hold(profile, binding, op, (intent, held), content, planned)
+        else:
             _gate(profile, binding, op, intent, planned)
     return planned
+
+
+def _hold(
+    profile: Profile,
+    binding: Binding,
+    op: Op,
+    why: tuple[WriteIntent, tuple[str, ...]],
+    content: Any,
+    out: Planned,
+) -> None:
+    """An op the poisoning guard holds: a proposal in the binding's pending section,
+    with its reasons (a held ``remove`` proposes it, showing what it would remove); where
+    the binding has none, or the op is a ``move`` or ``copy``, refused with the first
+    reason as the code."""
+    intent, reasons = why
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    if pending is None or op.op not in ("add", "replace", "remove"):
+        message = f"held by the poisoning guard ({', '.join(reasons)}); nothing was written."
+        out.violations.append(Violation(reasons[0].upper(), message, op.index, op.path))
+        return
+    if op.op == "remove":
+        try:
+            current = pointers.resolve(content, op.segments[1:])
+        except KeyError:
+            current = None
+        op = Op(op.index, "remove", op.path, op.segments, current)
+    _redirect(pending, op, intent, "held", out, reasons)
 
 
 def _oversized(binding: Binding, ops: list[Op]) -> list[Violation]:
@@ -293,9 +330,16 @@ def _auto_apply_gate(profile: Profile, op: Op, intent: WriteIntent, out: Planned
         out.ops.append(op)
 
 
-def _redirect(pending: Segments, op: Op, intent: WriteIntent, reason: str, out: Planned) -> None:
+def _redirect(
+    pending: Segments,
+    op: Op,
+    intent: WriteIntent,
+    reason: str,
+    out: Planned,
+    reasons: tuple[str, ...] = (),
+) -> None:
     target = pointers.render((CONTENT, *pending, "-"))
-    proposal = {
+    proposal: dict[str, Any] = {
         "candidate": op.value,
         "target_path": pointers.render(op.segments[1:]),
         "op": op.op,
@@ -304,6 +348,8 @@ def _redirect(pending: Segments, op: Op, intent: WriteIntent, reason: str, out: 
         "proposed_at": intent.timestamp,
         "proposed_by": intent.actor,
     }
+    if reasons:
+        proposal["reasons"] = list(reasons)
     out.ops.append(
         Op(index=op.index, op="add", path=target, segments=pointers.parse(target), value=proposal)
     )

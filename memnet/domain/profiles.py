@@ -20,6 +20,7 @@ from memnet.domain.pointers import Segments
 if TYPE_CHECKING:  # imported when a profile is built: they use the envelope, which uses us
     from memnet.domain.compaction import CompactionRules
     from memnet.domain.freshness import FreshnessRules
+    from memnet.domain.guard import GuardRules
     from memnet.domain.promotion import PromotionRules
     from memnet.domain.ranking import Ranking
     from memnet.domain.sensitivity import SensitivityRules
@@ -190,6 +191,7 @@ class Profile:
     ranking: Ranking | None = None  # search_rules.ranking: the search blend by default
     dense_weight: float | None = None  # search_rules.dense_weight: hybrid search's fusion
     promotion: PromotionRules | None = None  # promotion_rules: episodes into an item
+    guard: GuardRules | None = None  # guard_rules: the poisoning guard (docs/security.md)
     # sensitivity_rules as each binding sees them ("": the classes alone), built once
     classified: Mapping[str, SensitivityRules] = field(default_factory=dict)
 
@@ -233,7 +235,14 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
         dense_weight=raw.get("search_rules", {}).get("dense_weight"),
         promotion=_build_promotion(raw.get("promotion_rules")),
         classified=_build_sensitivity(raw),
+        guard=_build_guard(raw.get("guard_rules")),
     )
+
+
+def _build_guard(raw: Mapping[str, Any] | None) -> GuardRules | None:
+    from memnet.domain.guard import parse_rules
+
+    return parse_rules(raw)
 
 
 def _build_sensitivity(raw: Mapping[str, Any]) -> dict[str, SensitivityRules]:

@@ -28,6 +28,7 @@ extractor was shown, and an idempotency key.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,10 +70,12 @@ class ExtractionRequest:
     targets: tuple[TargetDocument, ...]
     snapshot_uri: str
     now: str  # RFC 3339, the worker's clock
+    conversation_id: str = ""  # the snapshot's conversation (the guard stamps it as evidence)
 
 
 @dataclass(frozen=True)
 class Digest:
+    index: int  # its position in the extractor's output
     digest: str
     keywords: tuple[str, ...]
     project_ids: tuple[str, ...]
@@ -88,6 +91,8 @@ class Patch:
     ops: list[dict[str, Any]]
     confidence: float
     message_ids: tuple[str, ...]
+    # op index -> why the poisoning guard holds it (memnet.domain.replay_guard)
+    holds: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,7 @@ def check_output(raw: Any, request: ExtractionRequest) -> ReplayPlan:
     for index, item in enumerate(digests[: MAX_DIGESTS + 1]):
         try:
             _limit("digest", index, MAX_DIGESTS)
-            plan.digests.append(_digest(item, request))
+            plan.digests.append(_digest(index, item, request))
         except _Refused as refused:
             plan.rejected.append(Rejection("digest", index, refused.code, refused.reason))
     for index, item in enumerate(patches[: MAX_PATCHES + 1]):
@@ -152,7 +157,7 @@ def _limit(part: str, index: int, most: int) -> None:
         raise _Refused("TOO_MANY", f"at most {most} {part} entries are taken; the rest are not")
 
 
-def _digest(item: Any, request: ExtractionRequest) -> Digest:
+def _digest(index: int, item: Any, request: ExtractionRequest) -> Digest:
     if not isinstance(item, dict) or not set(item) <= DIGEST_FIELDS:
         raise _Refused("MALFORMED", f"a digest is an object of {sorted(DIGEST_FIELDS)}")
     text = item.get("digest")
@@ -162,7 +167,9 @@ def _digest(item: Any, request: ExtractionRequest) -> Digest:
     projects = _strings(item.get("project_ids", []), "project_ids", 16, 128)
     if any(not SEGMENT.fullmatch(p) for p in projects):
         raise _Refused("INVALID_DIGEST", "project_ids must be identifiers")
-    return Digest(text.strip(), keywords, projects, _evidence(item.get("message_ids"), request))
+    return Digest(
+        index, text.strip(), keywords, projects, _evidence(item.get("message_ids"), request)
+    )
 
 
 def _patch(index: int, item: Any, request: ExtractionRequest) -> Patch:
@@ -228,9 +235,13 @@ def _strings(raw: Any, name: str, most: int, chars: int) -> tuple[str, ...]:
 
 
 def patch_record(
-    patch: Patch, replay_id: str, snapshot_uri: str, base_etag: str | None
+    patch: Patch, replay_id: str, request: ExtractionRequest, base_etag: str | None
 ) -> dict[str, Any]:
-    """The spec 9.3 replay patch record of an accepted patch."""
+    """The spec 9.3 replay patch record of an accepted patch, with the ops the guard
+    holds (``holds``: op index, as a string, to reasons)."""
+    evidence = {"snapshot_uri": request.snapshot_uri, "message_ids": list(patch.message_ids)}
+    if request.conversation_id:
+        evidence["conversation_id"] = request.conversation_id
     return {
         "replay_id": replay_id,
         "patch_index": patch.index,
@@ -240,6 +251,7 @@ def patch_record(
         "base_etag": base_etag,
         "ops": patch.ops,
         "confidence": patch.confidence,
-        "evidence": {"snapshot_uri": snapshot_uri, "message_ids": list(patch.message_ids)},
+        "evidence": evidence,
         "idempotency_key": f"replay-{replay_id}-{patch.index}",
+        "holds": {str(index): list(reasons) for index, reasons in patch.holds.items()},
     }

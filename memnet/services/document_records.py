@@ -10,12 +10,14 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from memnet.domain import pointers, proposals
+from memnet.domain import guard, pointers, proposals
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, EXPIRES_AT
+from memnet.domain.errors import Unprocessable
 from memnet.domain.expiry import expires_at
-from memnet.domain.layout import DocumentRef
+from memnet.domain.layout import DocumentRef, user_prefix
+from memnet.domain.patching import Op
 from memnet.domain.policy import Violation
 from memnet.domain.profiles import Binding, Profile
 from memnet.domain.proposal_queue import target_problem
@@ -29,6 +31,40 @@ EXTENDS_EXPIRY = frozenset({"live_update", "replay_update", "admin_migration", "
 PROPOSER_CHECKED = frozenset({"live_update", "replay_update"})  # callers' and replay's patches
 STORED_PATHS = frozenset({"proposal_review"})  # the service computed these ops' paths itself
 REVIEWER_ROLES = frozenset({"review", "admin"})  # write durable sections under review_required
+
+
+def live_holds(
+    governed: tuple[Profile, Binding], caller: Caller, cmd: WriteCommand, ops: list[Op]
+) -> dict[int, tuple[str, ...]]:
+    """What the poisoning guard holds of a caller's PATCH that asserts confidence or
+    evidence (an agent's inference, as MCP ``remember`` writes): the ops whose value is
+    instruction- or secret-like. A reviewer's or admin's write, and a plain application
+    write (neither), are not guarded. Evidence naming another user's or tenant's snapshot
+    is refused, ``EVIDENCE_MISMATCH``."""
+    profile, binding = governed
+    rules = profile.guard
+    asserted = cmd.confidence is not None or cmd.evidence is not None
+    if (
+        rules is None
+        or not asserted
+        or cmd.reason != "live_update"
+        or caller.roles & REVIEWER_ROLES
+    ):
+        return {}
+    pieces = guard.evidence_pieces([cmd.evidence, *(op.value for op in ops)])
+    pieces += [cmd.evidence] if isinstance(cmd.evidence, dict) else []
+    owner = user_prefix(cmd.ref.tenant_id, cmd.ref.user_id)
+    problem = guard.foreign_evidence(pieces, owner, None)
+    if problem is not None:
+        raise Unprocessable(f"{problem}.", code="EVIDENCE_MISMATCH")
+    pending = profile.confidence.pending_sections.get(binding.binding_id)
+    held = {
+        op.index: guard.content_holds(rules, op.value)
+        for op in ops
+        if op.op in ("add", "replace")
+        and not (pending is not None and pointers.is_within(op.segments[1:], pending))
+    }
+    return {index: tuple(reasons) for index, reasons in held.items() if reasons}
 
 
 def base_of(

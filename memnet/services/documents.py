@@ -49,6 +49,7 @@ from memnet.services.document_records import (
     audit_record,
     base_of,
     id_stamps,
+    live_holds,
     proposer_checks,
     target_checks,
 )
@@ -270,11 +271,14 @@ class DocumentService:
             cmd = replace(cmd, rebase=False)
         current, expired_etag = self._chain.checked_current(cmd, binding)
         reviewer = bool(caller.roles & REVIEWER_ROLES) or cmd.reason not in EXTENDS_EXPIRY
-        intent = WriteIntent(caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer)
         start = current.document.get("content") if current else binding.initial_content
         ops_in = cmd.ops
         if partial and rules is not None:  # written against a view
             ops_in = views.stored_ops(cmd.ops, start, caller, rules)
+        holds = cmd.holds or live_holds((profile, binding), caller, cmd, ops_in)
+        intent = WriteIntent(
+            caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer, holds
+        )
         try:
             return self._planned(
                 caller,

@@ -201,6 +201,21 @@ def _check_references(raw: Mapping[str, Any], schemas: Mapping[SchemaKey, Any], 
     check_section_promotion(raw, src)
     check_sensitivity(raw, src)
     _check_statement_rules(raw, src)
+    _check_guard(raw, ids, src)
+
+
+def _check_guard(raw: Mapping[str, Any], ids: list[str], src: str) -> None:
+    """``guard_rules`` names bindings of this profile, and its content patterns compile."""
+    guard = raw.get("guard_rules", {})
+    for rules in ("replay_ceiling", "trusted_roles"):
+        _check_binding_keys(guard.get(rules, {}), ids, f"/guard_rules/{rules}", src)
+    for family, patterns in guard.get("content", {}).items():
+        for i, pattern in enumerate(patterns):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                where = f"/guard_rules/content/{family}/{i}"
+                raise ConfigError(src, where, f"not a regular expression: {exc}") from exc
 
 
 def _check_binding_keys(rules: Mapping[str, Any], ids: list[str], where: str, src: str) -> None:

@@ -44,6 +44,7 @@ from memnet.domain.replay_contract import (
     check_output,
     patch_record,
 )
+from memnet.domain.replay_guard import clamp_transcript, review
 from memnet.domain.timestamps import parse_timestamp
 from memnet.domain.transcript import Transcript
 from memnet.ports import BlobNotFound, Clock, Extractor, ExtractorError, MessageQueue
@@ -221,9 +222,20 @@ class ReplayService:
             raise ReplayFailed("PROFILE_REQUIRED", "the snapshot names no usable profile")
         record = self._records.load(ref)
         clearance = None if record is None else record.get("clearance")
+        if profile.guard is not None:
+            uploaded = (
+                self._clock.now() if record is None else parse_timestamp(record["created_at"])
+            )
+            transcript = clamp_transcript(transcript, uploaded, profile.guard.max_skew)
         caller = replay_caller(ref, profile.profile_id, clearance)
         targets = self._targets(ref, caller, profile, transcript)
-        return ExtractionRequest(transcript, profile, targets, ref.uri, self._records.now())
+        now = self._records.now()
+        return ExtractionRequest(transcript, profile, targets, ref.uri, now, ref.conversation_id)
+
+    def checked(self, raw: Any, request: ExtractionRequest) -> ReplayPlan:
+        """What of an extractor's output ``raw`` may be written, and how: the replay
+        contract, then the profile's poisoning guard."""
+        return review(check_output(raw, request), request)
 
     def _plan(self, ref: SnapshotRef) -> Record:
         try:
@@ -245,7 +257,7 @@ class ReplayService:
             if error.transient:
                 raise
             return self._fail(ref, "EXTRACTOR_FAILED", str(error))
-        plan = check_output(raw, request)
+        plan = self.checked(raw, request)
         rejected = [r.as_json() for r in plan.rejected]
         if any(r.part == "output" for r in plan.rejected):
             return self._fail(ref, "OUTPUT_NOT_STRUCTURED", plan.rejected[0].reason, rejected)
@@ -388,7 +400,7 @@ def _stored_plan(ref: SnapshotRef, request: ExtractionRequest, plan: ReplayPlan)
         "event_prefix": f"evt_{secrets.token_hex(12)}",
         "digests": [asdict(d) for d in plan.digests],
         "patches": [
-            patch_record(p, ref.replay_id, ref.uri, etags[(p.binding_id, p.path)])
+            patch_record(p, ref.replay_id, request, etags[(p.binding_id, p.path)])
             for p in plan.patches
         ],
     }

@@ -9,7 +9,7 @@ from typing import Any
 from memnet.domain.envelope import canonical
 from memnet.domain.errors import EtagMismatch, MemnetError
 from memnet.domain.layout import SnapshotRef
-from memnet.domain.replay_contract import check_output, patch_record
+from memnet.domain.replay_contract import patch_record
 from memnet.ports import Extractor
 from memnet.services.replay import ReplayService
 from memnet.services.replay_writes import command, replay_caller
@@ -17,7 +17,7 @@ from memnet.services.replay_writes import command, replay_caller
 
 def preview(replay: ReplayService, ref: SnapshotRef, extractor: Extractor) -> dict[str, Any]:
     request = replay.extraction_request(ref)
-    plan = check_output(extractor.extract(request), request)
+    plan = replay.checked(extractor.extract(request), request)
     etags = {(t.binding_id, t.path): t.etag for t in request.targets}
     profile_id = request.profile.profile_id
     about = {
@@ -30,7 +30,7 @@ def preview(replay: ReplayService, ref: SnapshotRef, extractor: Extractor) -> di
     patches = []
     for patch in plan.patches:
         record = patch_record(
-            patch, ref.replay_id, ref.uri, etags.get((patch.binding_id, patch.path))
+            patch, ref.replay_id, request, etags.get((patch.binding_id, patch.path))
         )
         patches.append({**record, **_outcome(replay, caller, ref, about, record)})
     digests = [d.digest for d in plan.digests]

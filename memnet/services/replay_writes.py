@@ -40,6 +40,7 @@ def command(
         ops=parse_ops(patch["ops"]),
         rebase=rebase,
         origin={"replay_id": ref.replay_id, "extractor": about["extractor"]},
+        holds={int(i): tuple(r) for i, r in patch.get("holds", {}).items()},
     )
 
 

@@ -25,7 +25,15 @@ from memnet.services.replay_writes import REPLAY_QUEUE
 from memnet.services.sealing import MAX_SEALED_BYTES, seal
 from tests.api.test_documents import create
 from tests.clients import ApiClient, DirectClient, HttpClient
-from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, backend_settings, doc_url
+from tests.conftest import (
+    ADMIN_KEY,
+    AGENT_KEY,
+    PRIVACY_KEY,
+    backend_settings,
+    doc_url,
+    starter_profiles,
+    trusting_guard,
+)
 
 SNAP = "/v1/tenants/t1/users/u1/snapshots/conv-1/snap-1"
 REF = SnapshotRef("t1", "u1", "conv-1", "snap-1")
@@ -65,6 +73,7 @@ class ScriptedExtractor:
 def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Services, Any]]:
     settings = replace(
         backend_settings(request, request.param, tmp_path / "data"),
+        profiles_dir=starter_profiles(tmp_path / "profiles", trusting_guard),
         replay_retry_base_seconds=0,
         replay_retry_limit=2,
     )
@@ -124,6 +133,10 @@ def note(text: str) -> dict[str, Any]:
 
 def summary(text: str) -> dict[str, Any]:
     return {**note(text), "ops": [{"op": "replace", "path": "/content/summary", "value": text}]}
+
+
+def texts(notes: list[dict[str, Any]]) -> list[str]:
+    return [n["note"] for n in notes]
 
 
 DIGEST = {"digest": "User talked about Lisbon.", "keywords": ["lisbon"], "message_ids": ["m1"]}
@@ -227,10 +240,16 @@ def test_a_replay_writes_its_digest_and_governed_patches(setup, api):
     assert dynamic["pending_confirmations"][0]["candidate"]["fact"] == "Works in Lisbon"
     assert status["changes"][0]["redirected_ops"]
     project = api.request("GET", PROJECT).data["document"]["content"]
-    assert project["recent_notes"] == [{"note": "Chose Postgres"}]
+    assert texts(project["recent_notes"]) == ["Chose Postgres"]
+    stamped = project["recent_notes"][0]["evidence"]  # the server's, not the extractor's
+    assert stamped["conversation_id"] == "conv-1" and stamped["snapshot_uri"] == REF.uri
     head = api.request("GET", PROJECT + ":history?limit=1").data["changes"][0]
     assert head["reason"] == "replay_update" and head["actor"] == "memnet-replay"
-    assert head["evidence"] == {"snapshot_uri": REF.uri, "message_ids": ["m1"]}
+    assert head["evidence"] == {
+        "snapshot_uri": REF.uri,
+        "message_ids": ["m1"],
+        "conversation_id": "conv-1",
+    }
     assert head["origin"]["extractor"]["version"] == "1.0.0"
     assert status["patches"][1]["idempotency_key"] == f"replay-{REF.replay_id}-1"
 
@@ -344,8 +363,8 @@ def test_duplicate_messages_replay_once(setup, api):
     services.replay.handle_message(message)
     drain(services)
     assert extractor.calls == 1
-    assert api.request("GET", PROJECT).data["document"]["content"]["recent_notes"] == [
-        {"note": "once"}
+    assert texts(api.request("GET", PROJECT).data["document"]["content"]["recent_notes"]) == [
+        "once"
     ]
 
 
@@ -422,7 +441,7 @@ def test_a_commuting_conflict_is_rebased_onto_the_latest_version(setup, api):
     assert status["status"] == "applied"
     assert status["changes"][0]["rebased_from"] == shown
     notes = api.request("GET", PROJECT).data["document"]["content"]["recent_notes"]
-    assert notes == [{"note": "live"}, {"note": "replayed"}]
+    assert texts(notes) == ["live", "replayed"]
 
 
 def park_one(api: ApiClient, services: Services, extractor: ScriptedExtractor) -> None:
@@ -443,7 +462,7 @@ def test_a_conflict_is_parked_retried_with_backoff_then_left_for_review(setup, a
     assert entry["conflict"]["path"] == "/content/summary"
     assert [c["patch_index"] for c in status["changes"]] == [1]
     content = api.request("GET", PROJECT).data["document"]["content"]
-    assert content["summary"] == "live" and content["recent_notes"] == [{"note": "fine"}]
+    assert content["summary"] == "live" and texts(content["recent_notes"]) == ["fine"]
     admin = api.as_key(ADMIN_KEY)
     listed = admin.request("GET", "/v1/tenants/t1/users/u1/replays/unresolved").data
     assert [r["replay_id"] for r in listed["replays"]] == [REF.replay_id]
@@ -575,8 +594,8 @@ def test_a_second_planner_that_fails_does_not_fail_an_applied_replay(setup, api)
     drain(services)
     status = api.request("GET", SNAP + "/replay").data
     assert status["status"] == "applied" and status["error"] is None
-    assert api.request("GET", PROJECT).data["document"]["content"]["recent_notes"] == [
-        {"note": "first plan"}
+    assert texts(api.request("GET", PROJECT).data["document"]["content"]["recent_notes"]) == [
+        "first plan"
     ]
 
 

@@ -123,7 +123,8 @@ def check_outcome(services: Services) -> None:
     notes = json.loads(
         services.blobs.read("tenants/t1/users/u1/documents/projects/alpha.json").data
     )["content"]["recent_notes"]
-    assert notes == [{"note": "Postgres"}]
+    assert [n["note"] for n in notes] == ["Postgres"]
+    assert notes[0]["evidence"]["snapshot_uri"].startswith("blob://tenants/t1/users/u1/")
 
 
 def test_a_clean_replay_counts_its_writes(tmp_path: Path):
