@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
+from importlib import resources
 from typing import Any
 
 Segments = tuple[str, ...]
@@ -50,9 +52,10 @@ def matches_pattern(segments: Segments, pattern: Segments) -> bool:
 def folded(name: str) -> str:
     """``name`` as a denylist compares it: Unicode compatibility forms folded (NFKC: full
     width, ligatures), what renders as nothing removed (format and control characters,
-    combining marks that do not compose, variation selectors, Hangul fillers), case
-    folded and surrounding white space stripped. Look-alike letters of other scripts
-    (Cyrillic dze for ``s``) are not folded. Short names (most) are cached."""
+    combining marks that do not compose, variation selectors, Hangul fillers), look-alike
+    letters of other scripts folded to the ASCII letter they imitate (:func:`skeleton_of`:
+    Cyrillic es, U+0441, is ``c``), case folded and surrounding white space stripped. Short names
+    (most) are cached."""
     return _folded_short(name) if len(name) <= _CACHED_NAME_CHARS else _fold(name)
 
 
@@ -66,10 +69,28 @@ def _fold(name: str) -> str:
     visible = "".join(
         c for c in composed if unicodedata.category(c) not in _INVISIBLE and c not in _FILLERS
     )
-    return unicodedata.normalize("NFKC", visible.casefold()).strip()
+    return skeleton_of(unicodedata.normalize("NFKC", visible.casefold())).strip()
 
 
 _folded_short = lru_cache(maxsize=4096)(_fold)
+
+
+def skeleton_of(text: str) -> str:
+    """``text`` with each look-alike of an ASCII letter, digit or ``.@/:-_`` replaced by
+    it, then case folded: a UTS #39 skeleton restricted to what imitates ASCII (the
+    table, ``confusables.json``, is generated from Unicode's confusables data; NFKC
+    already folds what it covers, so callers normalise first). ASCII text is only case
+    folded."""
+    if text.isascii():
+        return text.casefold()
+    table = _confusables()
+    return text.translate(table).casefold()
+
+
+@lru_cache(maxsize=1)
+def _confusables() -> dict[int, str]:
+    raw = json.loads(resources.files("memnet.domain").joinpath("confusables.json").read_text())
+    return {ord(char): ascii_ for char, ascii_ in raw["map"].items()}
 
 
 def walk(value: Any, base: Segments = ()) -> Iterator[Segments]:
