@@ -87,18 +87,11 @@ def evidence_pieces(value: Any) -> list[dict[str, Any]]:
     """Every piece of in-value evidence in ``value``: the objects held by an
     ``evidence`` member (an object, or a list of them) at any depth."""
     found: list[dict[str, Any]] = []
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            stack.extend(node)
-        elif isinstance(node, dict):
-            for key, child in node.items():
-                if key == "evidence":
-                    pieces = child if isinstance(child, list) else [child]
-                    found += [p for p in pieces if isinstance(p, dict)]
-                else:
-                    stack.append(child)
+    for key, node in pointers.members(value, lambda name: name != "evidence"):
+        if key == "evidence":
+            found += [
+                p for p in (node if isinstance(node, list) else [node]) if isinstance(p, dict)
+            ]
     return found
 
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from memnet.domain import pointers
 from memnet.domain.pointers import skeleton_of
 
 FAMILIES = ("instruction_like", "secret_like")
@@ -202,25 +203,15 @@ def skeleton(text: str) -> str:
 def value_text(value: Any) -> str:
     """The text a value says: its string leaves, one per line, leaving out the members
     that are provenance rather than content (evidence, confidence, ids, ``*_at``)."""
-    found: list[str] = []
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, str):
-            found.append(node)
-        elif isinstance(node, list):
-            stack.extend(reversed(node))
-        elif isinstance(node, dict):
-            stack.extend(
-                reversed(
-                    [
-                        child
-                        for key, child in node.items()
-                        if key not in _SKIPPED_MEMBERS and not key.endswith("_at")
-                    ]
-                )
-            )
-    return "\n".join(found)
+    return "\n".join(
+        node
+        for key, node in pointers.members(value, _is_content)
+        if isinstance(node, str) and (key is None or _is_content(key))
+    )
+
+
+def _is_content(key: str) -> bool:
+    return key not in _SKIPPED_MEMBERS and not key.endswith("_at")
 
 
 def flags(text: str, rules: ContentRules) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -91,6 +91,22 @@ def skeleton_of(text: str) -> str:
 def _confusables() -> dict[int, str]:
     raw = json.loads(resources.files("memnet.domain").joinpath("confusables.json").read_text())
     return {ord(char): ascii_ for char, ascii_ in raw["map"].items()}
+
+
+def members(value: Any, enter: Callable[[str], bool]) -> Iterator[tuple[str | None, Any]]:
+    """Every node of ``value`` in document order with the member name that holds it
+    (None for array items and the root), not descending into members ``enter`` refuses
+    (they are yielded, their insides are not; iteratively: no recursion limit)."""
+    stack: list[tuple[str | None, Any]] = [(None, value)]
+    while stack:
+        key, node = stack.pop()
+        yield key, node
+        if key is not None and not enter(key):
+            continue
+        if isinstance(node, list):
+            stack.extend((None, child) for child in reversed(node))
+        elif isinstance(node, dict):
+            stack.extend(reversed(node.items()))
 
 
 def walk(value: Any, base: Segments = ()) -> Iterator[Segments]:
