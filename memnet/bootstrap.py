@@ -126,6 +126,7 @@ def build(
     auth = authenticator or callers.authenticator(settings, registry)
     index = index or search_index(settings)
     promotion = Promotion(documents, blobs, index, registry, clock)
+    semantic = embedder if embedder is not None else make_embedder(settings)
     events = EventService(
         blobs,
         index,
@@ -139,7 +140,7 @@ def build(
         vectors=(
             event_vectors(index, embedder)  # a given embedder answers searches too
             if embedder is not None
-            else event_vectors(index, make_embedder(settings), settings)
+            else event_vectors(index, semantic, settings)
         ),
         dense_weight=settings.search_dense_weight,
     )
@@ -158,6 +159,7 @@ def build(
         clock,
         settings.replay_retry_base_seconds,
         settings.replay_retry_limit,
+        semantic,
     )
     holds = LegalHolds(blobs, clock)
     quotas = Quotas(blobs, clock, quota_limits(settings))

@@ -353,6 +353,5 @@ def _redirect(
     out.ops.append(
         Op(index=op.index, op="add", path=target, segments=pointers.parse(target), value=proposal)
     )
-    out.redirected.append(
-        {"op_index": op.index, "from_path": op.path, "to_path": target, "reason": reason}
-    )
+    redirected = {"op_index": op.index, "from_path": op.path, "to_path": target, "reason": reason}
+    out.redirected.append({**redirected, "reasons": list(reasons)} if reasons else redirected)

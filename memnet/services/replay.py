@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import secrets
 from dataclasses import asdict
 from typing import Any
@@ -44,10 +45,18 @@ from memnet.domain.replay_contract import (
     check_output,
     patch_record,
 )
-from memnet.domain.replay_guard import clamp_transcript, review
+from memnet.domain.replay_guard import Similar, clamp_transcript, review
 from memnet.domain.timestamps import parse_timestamp
 from memnet.domain.transcript import Transcript
-from memnet.ports import BlobNotFound, Clock, Extractor, ExtractorError, MessageQueue
+from memnet.ports import (
+    BlobNotFound,
+    Clock,
+    Embedder,
+    EmbedderError,
+    Extractor,
+    ExtractorError,
+    MessageQueue,
+)
 from memnet.services import telemetry, views
 from memnet.services.documents import DocumentService
 from memnet.services.event_classes import replay_class
@@ -89,8 +98,10 @@ class ReplayService:
         clock: Clock,
         retry_base_seconds: int = 60,
         retry_limit: int = 5,
+        embedder: Embedder | None = None,
     ) -> None:
         self._snapshots, self._records, self._registry = snapshots, records, registry
+        self._similar = None if embedder is None else _similarity(embedder)
         self._documents, self._events, self._extractor = documents, events, extractor
         self._clock = clock
         self.review = ReplayReview(
@@ -235,7 +246,7 @@ class ReplayService:
     def checked(self, raw: Any, request: ExtractionRequest) -> ReplayPlan:
         """What of an extractor's output ``raw`` may be written, and how: the replay
         contract, then the profile's poisoning guard."""
-        return review(check_output(raw, request), request)
+        return review(check_output(raw, request), request, self._similar)
 
     def _plan(self, ref: SnapshotRef) -> Record:
         try:
@@ -386,6 +397,23 @@ class ReplayService:
                 raise  # another worker holds this patch right now: retry the message
             return self._records.update(ref, add_rejection("patch", index, error))
         return self._records.update(ref, add_change(patch, response["body"]))
+
+
+def _similarity(embedder: Embedder) -> Similar:
+    """Cosine similarity of two texts by ``embedder``: the guard's semantic support
+    (docs/security.md). An embedder that fails counts as no similarity, so the value is
+    held unless its words support it (a replay never waits on a failing model)."""
+
+    def similar(claim: str, cited: str) -> float:
+        try:
+            first, second = embedder.embed([claim, cited])
+        except EmbedderError as error:
+            log.warning("guard similarity without the embedder: %s", error)
+            return 0.0
+        norms = math.hypot(*first) * math.hypot(*second)
+        return sum(a * b for a, b in zip(first, second, strict=True)) / norms if norms else 0.0
+
+    return similar
 
 
 def _stored_plan(ref: SnapshotRef, request: ExtractionRequest, plan: ReplayPlan) -> Record:

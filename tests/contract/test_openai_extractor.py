@@ -421,4 +421,4 @@ def test_azure_openai_needs_exactly_one_credential():
 def test_the_version_names_the_prompt_and_the_model():
     extractor = for_openai_compatible("http://127.0.0.1:9/v1", "k", "llama3.1:8b")
     assert extractor.name == "openai-chat"
-    assert extractor.version == "1.0.0+prompt1.llama3.1:8b"
+    assert extractor.version == "1.0.0+prompt2.llama3.1:8b"

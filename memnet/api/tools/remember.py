@@ -105,10 +105,15 @@ def _memory_write(call: Invocation, moment: str) -> MemoryWrite | None:
     profile = bootstrap.services().registry.for_caller(caller, text_arg(args, "profile_id"))
     binding = _binding(profile, text_arg(args, "memory_binding") or "")
     target = _pointer(text_arg(args, "memory_path") or "")
-    evidence = _evidence(args)
-    body: dict[str, Any] = {"profile_id": profile.profile_id, "binding_id": binding.binding_id}
-    if evidence is not None:
-        body["evidence"] = evidence
+    # An item a model chose to remember is an inference: it always asserts evidence (the
+    # tool, and the conversation when named), so the poisoning guard holds what reads as
+    # an instruction or a secret (docs/security.md).
+    evidence = {"tool": "remember", **(_evidence(args) or {})}
+    body: dict[str, Any] = {
+        "profile_id": profile.profile_id,
+        "binding_id": binding.binding_id,
+        "evidence": evidence,
+    }
     if flag_arg(args, "pending"):
         proposal = _proposal(args, target, evidence, moment, caller.caller_id)
         body["ops"] = [_append(_pending_section(profile, binding), proposal)]
