@@ -154,6 +154,18 @@ def wait_for(check: Callable[[], Any], seconds: float = 60.0, what: str = "a con
         time.sleep(0.1)
 
 
+def forget_conversation(host: Host, user: str, conversation: str) -> None:
+    """Forget one conversation (the privacy role) and wait until the job is done."""
+    reply = host.privacy.request("DELETE", f"{user_url(user)}/conversations/{conversation}")
+    assert reply.status == 202, reply.data
+
+    def done() -> bool:
+        status = host.privacy.request("GET", reply.data["status_url"]).data
+        return bool(status["status"] == "done")
+
+    wait_for(done, what=f"the forget of conversation {conversation}")
+
+
 # -- seeding ------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from tests.poisoning.harness import (
     assemble,
     content_of,
     doc_url,
+    forget_conversation,
     instants,
     latest_allowed,
     learned_from,
@@ -36,7 +37,6 @@ from tests.poisoning.harness import (
     text_of,
     transcript,
     upload,
-    user_url,
     wait_for,
 )
 
@@ -457,14 +457,7 @@ def test_forgetting_a_conversation_retracts_everything_learned_from_it(host, rep
     document; what conversation c2 taught stays."""
     learned = replayed["erase"]
     assert "erasable" in text_of([learned[0].dynamic, learned[0].project])
-    reply = host.privacy.request("DELETE", f"{user_url('erase')}/conversations/c1")
-    assert reply.status == 202, reply.data
-
-    def done() -> dict[str, Any] | None:
-        status = host.privacy.request("GET", reply.data["status_url"]).data
-        return status if status["status"] == "done" else None
-
-    wait_for(done, what="the forget of conversation c1")
+    forget_conversation(host, "erase", "c1")
     left = [content_of(host, doc_url("erase")), content_of(host, project_url("erase"))]
     assert "erasable" not in text_of(left).casefold()
     assert "kept black coffee" in text_of(left)
