@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from memnet.domain import pointers
+from memnet.domain import pointers, provenance
 from memnet.domain.envelope import CONTENT, canonical, char_count
 from memnet.domain.likeness import contradicts, normalised, similarity
 from memnet.domain.pointers import Segments
@@ -302,6 +302,7 @@ def _worth(entry: _Entry, section: SectionRules) -> tuple[Any, ...]:
     item = entry.item
     return (
         entry.protected,
+        _reviewed(entry),
         _field(item, section.verified_field),
         _confidence(item, section),
         _field(item, section.time_field),
@@ -414,6 +415,14 @@ def _removed(section: SectionRules, entry: _Entry, reason: str, to_event: bool) 
 # -- trimming --------------------------------------------------------------------------
 
 
+def _reviewed(entry: _Entry) -> int:
+    """0 for an item a replay learned that no person has reviewed, else 1: such items
+    go first, whatever the section's ``low_value`` says, so planted items (a pasted page
+    can make many, dated as it likes) never push out what a person confirmed or what was
+    there before (docs/security.md)."""
+    return 0 if provenance.is_unreviewed_replay(entry.item) else 1
+
+
 def _low_value_key(entry: _Entry, section: SectionRules) -> tuple[Any, ...]:
     """Lower is trimmed first, by the section's ``low_value`` order, then position."""
     item, key = entry.item, list[Any]()
@@ -434,7 +443,7 @@ def _trim_one(section: SectionRules, entries: list[_Entry], result: Plan) -> boo
     open_ = [e for e in entries if not e.protected]
     if not open_:
         return False
-    victim = min(open_, key=lambda e: (e.rank, *_low_value_key(e, section)))
+    victim = min(open_, key=lambda e: (e.rank, _reviewed(e), *_low_value_key(e, section)))
     entries.remove(victim)
     result.removed.append(_removed(section, victim, "trim", section.move_to_events))
     return True

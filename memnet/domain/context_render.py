@@ -45,6 +45,7 @@ class Selected:
     binding: Binding
     path: str
     stored: StoredDocument
+    pending: tuple[str, int, str] | None = None  # its pending section as shown: where, items, mode
 
     def as_json(self) -> dict[str, Any]:
         return {

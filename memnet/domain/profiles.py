@@ -149,6 +149,7 @@ class ContextRules:
     default_max_chars_total: int = 60_000
     routing: RoutingRules | None = None
     rendering: RenderRules = RenderRules()
+    pending: str = "omit"  # how assembly shows pending sections: "omit" or "mark"
 
 
 @dataclass(frozen=True)
@@ -315,6 +316,7 @@ def _build_context(raw: Mapping[str, Any]) -> ContextRules:
     return ContextRules(
         default_max_docs=raw.get("default_max_docs", 8),
         default_max_chars_total=raw.get("default_max_chars_total", 60_000),
+        pending=raw.get("pending", "omit"),
         rendering=RenderRules(
             tuple(rendering.get("text_fields", ())), frozenset(rendering.get("omit_fields", ()))
         ),

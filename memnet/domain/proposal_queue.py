@@ -75,14 +75,14 @@ def check_approvable(caller: Caller, profile: Profile, item: dict[str, Any], now
 
 
 def write_target(item: dict[str, Any], pending: tuple[str, ...]) -> tuple[str, str]:
-    """The op (``add`` or ``replace``) and document path the candidate is written with;
-    422 ``PROPOSAL_INVALID`` for a proposal with another op, or whose target is in or
-    above its own pending section."""
+    """The op (``add``, ``replace``, or ``remove`` for a removal the poisoning guard
+    held) and document path the candidate is written with; 422 ``PROPOSAL_INVALID`` for
+    a proposal with another op, or whose target is in or above its own pending section."""
     op, target = item.get("op", "add"), target_of(item)
     inside = target is not None and (
         pointers.is_within(target, pending) or pointers.is_within(pending, target)
     )
-    if op not in ("add", "replace") or not target or inside:
+    if op not in ("add", "replace", "remove") or not target or inside:
         raise Unprocessable(
             "The proposal's op and target_path are not a write it can make.",
             code="PROPOSAL_INVALID",
@@ -118,12 +118,14 @@ def target_problem(item: Any, pending: tuple[str, ...], content: Any) -> str | N
         return _in_array(op, last, holder, item.get("candidate"))
     if isinstance(holder, dict):
         if last in holder:
-            return _same_kind(holder[last], item.get("candidate"))
-        return NO_PLACE if op == "replace" else None
+            return None if op == "remove" else _same_kind(holder[last], item.get("candidate"))
+        return NO_PLACE if op in ("replace", "remove") else None
     return NO_PLACE
 
 
-NOT_A_WRITE = "a proposal's op must be add or replace, its target outside its pending section."
+NOT_A_WRITE = (
+    "a proposal's op must be add, replace or remove, its target outside its pending section."
+)
 NO_PLACE = "a proposal's target_path must name a place in the document its op can write."
 OTHER_KIND = (
     "a proposal's target_path names a list or an object its candidate, of another kind, "
@@ -139,6 +141,8 @@ def _in_array(op: str, last: str, holder: list[Any], candidate: Any) -> str | No
     position = int(last)
     if op == "add":
         return None if position <= len(holder) else NO_PLACE
+    if op == "remove":
+        return None if position < len(holder) else NO_PLACE
     return _same_kind(holder[position], candidate) if position < len(holder) else NO_PLACE
 
 
@@ -146,4 +150,18 @@ def _same_kind(current: Any, candidate: Any) -> str | None:
     for kind in (list, dict):
         if isinstance(current, kind) and not isinstance(candidate, kind):
             return OTHER_KIND
+    return None
+
+
+def removal_problem(item: dict[str, Any], content: Any) -> str | None:
+    """Why a ``remove`` proposal can no longer be approved, or None: the value at its
+    target must still be the one it proposed to remove (an earlier removal or insert
+    moves array items, and approval must not remove another)."""
+    target = target_of(item)
+    try:
+        current = pointers.resolve(content, target or ())
+    except KeyError:
+        return "the item the proposal would remove is gone"
+    if "candidate" in item and item["candidate"] is not None and current != item["candidate"]:
+        return "the item at the proposal's target_path is no longer the one it would remove"
     return None

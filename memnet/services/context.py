@@ -15,9 +15,10 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from memnet.domain import pointers, provenance
 from memnet.domain.callers import Caller
 from memnet.domain.context_render import (
     Decision,
@@ -116,6 +117,9 @@ class ContextService:
         rules = profile.context.rendering if request.render == "text" else None
         budgeted = apply_budget(selected, max_docs, budget, rules)
         result = response(decision, budgeted.kept, dropped + budgeted.dropped)
+        withheld = [entry for s in budgeted.kept if (entry := _pending_entry(s))]
+        if withheld:
+            result["pending_sections"] = withheld
         if budgeted.rendered is not None:
             result["rendered"] = budgeted.rendered
         if request.debug and "debug" in caller.roles:
@@ -298,7 +302,7 @@ class ContextService:
             if reason is not None or stored is None or path is None:
                 dropped.append(dropped_entry(binding, path, reason or "missing"))
             else:
-                selected.append(Selected(binding, path, stored))
+                selected.append(_pending_shown(profile, Selected(binding, path, stored)))
         if rules is not None and decision.project_id is not None:
             self._note_selected(profile, rules, reader, decision.project_id)
         return selected, dropped
@@ -311,6 +315,36 @@ class ContextService:
         stored = reader.loaded(ref) if ref is not None else None
         if ref is not None and stored is not None:
             self._remember_text(rules, ref, stored)
+
+
+def _pending_shown(profile: Profile, selected: Selected) -> Selected:
+    """The document as context shows it: its pending section (proposals no person has
+    approved, possibly planted by a pasted page) left out or marked unverified, by
+    ``context_rules.pending`` (docs/context.md)."""
+    pending = profile.confidence.pending_sections.get(selected.binding.binding_id)
+    if pending is None:
+        return selected
+    document = selected.stored.document
+    mode = profile.context.pending
+    shown, count = provenance.pending_shown(document.get("content"), pending, mode)
+    if not count:
+        return selected
+    stored = StoredDocument(selected.stored.etag, {**document, "content": shown})
+    return replace(selected, stored=stored, pending=(pointers.render(pending), count, mode))
+
+
+def _pending_entry(selected: Selected) -> dict[str, Any] | None:
+    """What the answer says of a kept document's pending section, if it has items."""
+    if selected.pending is None:
+        return None
+    section, items, shown = selected.pending
+    return {
+        "binding_id": selected.binding.binding_id,
+        "path": selected.path,
+        "section": section,
+        "items": items,
+        "shown": {"omit": "omitted", "mark": "marked"}[shown],
+    }
 
 
 def _unavailable(binding: Binding, path: str | None) -> str | None:

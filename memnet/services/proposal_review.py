@@ -24,11 +24,11 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from memnet.domain import pointers, proposals
+from memnet.domain import pointers, proposals, provenance
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, canonical
-from memnet.domain.errors import Conflict, EtagMismatch, NotFound
+from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import parse_ops
 from memnet.domain.profiles import Binding, Profile
@@ -36,6 +36,7 @@ from memnet.domain.proposal_queue import (
     check_approvable,
     find_item,
     queue_items,
+    removal_problem,
     write_target,
 )
 from memnet.domain.timestamps import format_millis
@@ -173,16 +174,15 @@ class ProposalReview:
         ops: list[dict[str, Any]] = [
             {"op": "remove", "path": pointers.render((CONTENT, *pending, str(index)))}
         ]
+        moment = format_millis(self._clock.now())
         if review.decision != "reject":
-            op, target = write_target(item, pending)
-            value = review.candidate if review.decision == "edit" else item.get("candidate")
-            ops.insert(0, {"op": op, "path": target, "value": value})
+            ops.insert(0, _written(caller, item, pending, review, (stored, moment)))
         decided: dict[str, Any] = {
             "proposal_id": review.proposal_id,
             "status": status,
             "reviewed_by": caller.caller_id,
             "proposed_by": item.get("proposed_by"),
-            "reviewed_at": format_millis(self._clock.now()),
+            "reviewed_at": moment,
         }
         if review.note is not None:
             decided["note"] = review.note
@@ -242,6 +242,33 @@ class ProposalReview:
             if n + 1 >= HISTORY_LOOKBACK:
                 break
         return None
+
+
+def _written(
+    caller: Caller,
+    item: dict[str, Any],
+    pending: tuple[str, ...],
+    review: Review,
+    at: tuple[StoredDocument, str],
+) -> dict[str, Any]:
+    """The op an approval or edit makes: the candidate (or the edit) written with the
+    reviewer stamped into its evidence, or, for a held removal, the removal (409
+    ``PROPOSAL_STALE`` when its target no longer holds what it would remove; an edit of
+    a removal is 422 ``PROPOSAL_NOT_EDITABLE``)."""
+    stored, moment = at
+    op, target = write_target(item, pending)
+    if op == "remove":
+        if review.decision == "edit":
+            raise Unprocessable(
+                "A proposed removal is approved or rejected, not edited.",
+                code="PROPOSAL_NOT_EDITABLE",
+            )
+        problem = removal_problem(item, stored.document.get(CONTENT))
+        if problem is not None:
+            raise Conflict(f"{problem}.", code="PROPOSAL_STALE")
+        return {"op": "remove", "path": target}
+    value = review.candidate if review.decision == "edit" else item.get("candidate")
+    return {"op": op, "path": target, "value": provenance.reviewed(value, caller.caller_id, moment)}
 
 
 def _seen(

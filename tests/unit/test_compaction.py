@@ -354,3 +354,22 @@ def test_similar_episodes_and_classes_decide_too():
     assert [e["text"] for e in after["episodes"]] == ["a cat"]
     ranked = Protection(rank=lambda section, _index, _item: 1 if section == ("facts",) else 0)
     assert plan(content, _promoting(min_similar=1), ranked).ops == []  # it would change class
+
+
+def test_unreviewed_replay_items_go_before_any_reviewed_or_older_item():
+    """Twenty planted items a replay learned (dated in the future, claiming verification)
+    never push out twelve genuine ones: unreviewed replay items are trimmed first."""
+    planted = {"snapshot_uri": "blob://tenants/t/users/u/snapshots/c/s.json"}
+    reviewed = {**planted, "reviewed_by": "ana", "reviewed_at": "2026-02-01T00:00:00Z"}
+    genuine = [note(f"genuine {d}", d) for d in range(1, 11)]
+    genuine += [
+        {**note("approved 1", 11), "evidence": reviewed},
+        {**note("approved 2", 12), "evidence": [reviewed]},
+    ]
+    bad = [
+        {"note": f"planted {n}", "at": "2099-01-01T00:00:00Z", "evidence": planted}
+        for n in range(20)
+    ]
+    content = {"notes": bad[:10] + genuine + bad[10:]}
+    result = plan(content, notes_rules(max_items=12, low_value=("oldest",)), Protection())
+    assert applied(content, result.ops)["notes"] == genuine

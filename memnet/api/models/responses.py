@@ -193,10 +193,21 @@ class DroppedBinding(Open):
     reason: str
 
 
+class PendingShown(Closed):
+    """A returned document's pending section, as assembly showed it (docs/context.md)."""
+
+    binding_id: str
+    path: str
+    section: str
+    items: int
+    shown: Literal["omitted", "marked"]
+
+
 class Assembled(Open):
     selected_project_id: str | None
     documents: list[AssembledDocument]
     dropped_bindings: list[DroppedBinding]
+    pending_sections: list[PendingShown] | None = None
 
 
 # -- events -----------------------------------------------------------------------------------
