@@ -4,10 +4,13 @@
 valid structured completion for the starter profile ``project-copilot-v1``: one digest,
 a patch of ``user_dynamic`` (a preference and a durable fact, confidence 0.9) and, when
 the prompt shows a ``project_doc`` target, a patch appending a note to it. The answer
-is built from the prompt (its target documents and transcript message ids), in the
-shape of ``tests/data/openai/good.json``. Every call is logged with its wall-clock start
-and end (``time.time()``) and the token the transcript carries (``[bench:<token>]``),
-so the benchmark can tell the extractor's time from the pipeline's.
+is built from the prompt (its target documents and transcript messages), in the shape
+of ``tests/data/openai/good.json``: each value quotes the user message it cites, as a
+model that reads right would, so the starter's poisoning guard lets it apply
+(docs/security.md) and a run with the guard on writes what a run without it writes.
+Every call is logged with its wall-clock start and end (``time.time()``) and the token
+the transcript carries (``[bench:<token>]``), so the benchmark can tell the extractor's
+time from the pipeline's.
 """
 
 from __future__ import annotations
@@ -127,34 +130,35 @@ def completion(prompt: str, model: str) -> dict[str, Any]:
 def replay_output(prompt: str) -> dict[str, Any]:
     """One digest and a patch or two, addressed to the targets and messages the prompt
     shows (the contract refuses any other)."""
-    ids, stamps = _messages(prompt)
-    first, last = ids[0] if ids else "m1", ids[-1] if ids else "m1"
+    messages = _messages(prompt)
+    first = messages[0] if messages else _Message("m1", "user", "", "2026-11-24T10:00:00Z")
+    last = messages[-1] if messages else first
     found = TOKEN.search(prompt)
     token = found.group(1) if found else "none"
-    at = stamps[-1] if stamps else "2026-11-24T10:00:00Z"
+    at = last.timestamp
     targets = dict(TARGET.findall(prompt))  # binding -> path
     patches: list[dict[str, Any]] = []
+    remembered = _said(messages, "remember that") or first
+    preferred = _said(messages, "i prefer") or first
+    decided = _said(messages, "we decided") or last
     if "user_dynamic" in targets:
         fact = {
-            "fact": f"The user's bench conversation {token} happened.",
+            "fact": remembered.text or f"The user's bench conversation {token} happened.",
             "confidence": 0.9,
-            "evidence": {"message_ids": [first]},
+            "evidence": {"message_ids": [remembered.id]},
             "last_verified_at": at,
         }
+        preference = {"text": preferred.text or f"Prefers the {token} style.", "topic": "style"}
         patches.append(
             {
                 "target_binding_id": "user_dynamic",
                 "target_path": targets["user_dynamic"],
                 "ops": [
                     {"op": "add", "path": "/content/durable_facts/-", "value": fact},
-                    {
-                        "op": "add",
-                        "path": "/content/preferences/-",
-                        "value": {"text": f"Prefers the {token} style.", "topic": "style"},
-                    },
+                    {"op": "add", "path": "/content/preferences/-", "value": preference},
                 ],
                 "confidence": 0.9,
-                "evidence": {"message_ids": [first]},
+                "evidence": {"message_ids": list(dict.fromkeys([remembered.id, preferred.id]))},
             }
         )
     project = targets.get("project_doc")
@@ -168,25 +172,33 @@ def replay_output(prompt: str) -> dict[str, Any]:
                     {
                         "op": "add",
                         "path": "/content/recent_notes/-",
-                        "value": {"note": f"Decided {token}.", "at": at},
+                        "value": {"note": decided.text or f"Decided {token}.", "at": at},
                     }
                 ],
                 "confidence": 0.85,
-                "evidence": {"message_ids": [last]},
+                "evidence": {"message_ids": [decided.id]},
             }
         )
     digest = {
         "digest": f"Bench conversation {token}: a preference, a fact and a decision.",
-        "keywords": ["bench", "replay"],
+        "keywords": ["bench", "conversation"],
         "project_ids": project_ids,
-        "message_ids": [first, last],
+        "message_ids": [first.id, last.id],
     }
     return {"digests": [digest], "patches": patches}
 
 
-def _messages(prompt: str) -> tuple[list[str], list[str]]:
-    """The transcript's message ids and timestamps (one JSON object per line)."""
-    ids, stamps = [], []
+@dataclass(frozen=True)
+class _Message:
+    id: str
+    role: str
+    text: str
+    timestamp: str
+
+
+def _messages(prompt: str) -> list[_Message]:
+    """The transcript's messages (one JSON object per line)."""
+    found = []
     for line in prompt.splitlines():
         if not line.startswith('{"id"'):
             continue
@@ -194,6 +206,11 @@ def _messages(prompt: str) -> tuple[list[str], list[str]]:
             message = json.loads(line)
         except ValueError:
             continue
-        ids.append(str(message["id"]))
-        stamps.append(str(message.get("timestamp", "")))
-    return ids, [s for s in stamps if s]
+        stamp = str(message.get("timestamp") or "2026-11-24T10:00:00Z")
+        found.append(_Message(str(message["id"]), str(message.get("role")), message["text"], stamp))
+    return found
+
+
+def _said(messages: list[_Message], words: str) -> _Message | None:
+    """The first user message holding ``words`` (case-folded)."""
+    return next((m for m in messages if m.role == "user" and words in m.text.casefold()), None)

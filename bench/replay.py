@@ -1,7 +1,8 @@
 """The replay pipeline against a real ``python -m funchost serve``, per storage backend.
 
     .venv/bin/python -m bench.replay [--backend local|azurite|all] [--snapshots N]
-                                     [--llm-snapshots N] [--backlog N] [--write-docs]
+                                     [--llm-snapshots N] [--backlog N] [--guard on|off|both]
+                                     [--write-docs]
     .venv/bin/python -m bench.replay --from-results bench/results/replay-<ts>.json
 
 The host runs the queue-triggered replay worker itself (and the snapshot blob trigger, by
@@ -22,6 +23,12 @@ polling the store). Over real HTTP, per backend, each phase on a fresh server (a
    once per ``--backlog-runs`` entry (``N`` host processes on one store and queue,
    ``/nopoll``: without the blob trigger's poller).
 
+``--guard`` sets the starter profile's poisoning guard (docs/security.md): ``on`` (the
+default) serves the profile as shipped, ``off`` the same profile without ``guard_rules``
+(a copy in a temporary profiles directory), ``both`` runs the rules and llm phases once
+more with the guard off after each run with it on, for the guard's cost (the backlog
+runs with the guard on only).
+
 Plus, in-process, the storage calls one upload and one replay make (counted). Raw JSON
 goes to bench/results/replay-<timestamp>.json; ``--write-docs`` writes the "## Replay"
 section at the end of docs/performance.md (``--from-results``: from a saved run, measuring
@@ -37,6 +44,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -459,11 +467,9 @@ def _done_by(snap: Snap, at: float) -> bool:
 # -- storage calls per upload and per replay, in-process ------------------------------------
 
 
-def storage_calls() -> dict[str, Any]:
+def storage_calls(profiles_dir: Path) -> dict[str, Any]:
     """The BlobStore calls of one upload and of its replay (rule extractor), counted
     with a counting store over the embedded one, and the queue calls of each."""
-    import tempfile
-
     from memnet import bootstrap
     from memnet.adapters.local.blobstore import FileBlobStore
     from memnet.adapters.local.queue import SqliteQueue
@@ -476,7 +482,7 @@ def storage_calls() -> dict[str, Any]:
         queue = CountingQueue(SqliteQueue(root / "queue.sqlite3"))
         settings = Settings(
             data_dir=root,
-            profiles_dir=REPO / "profiles",
+            profiles_dir=profiles_dir,
             callers_file=REPO / "callers.dev.json",
         )
         services = bootstrap.build(settings, blobs=store, queue=queue)
@@ -605,7 +611,7 @@ def bench_llm(env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
         fake.stop()
 
 
-def bench_backlog(name: str, args: argparse.Namespace) -> dict[str, Any]:
+def bench_backlog(name: str, args: argparse.Namespace, guard: dict[str, str]) -> dict[str, Any]:
     """One backlog run per entry of ``--backlog-runs``: ``N`` ``funchost serve``
     processes on one store and queue, as Functions scales queue consumers out
     (``N/nopoll``: with the snapshot blob trigger's poller off, as on Azure, where Event
@@ -621,7 +627,7 @@ def bench_backlog(name: str, args: argparse.Namespace) -> dict[str, Any]:
         container = f"bench-backlog-h{count}{'' if poll else '-np'}"
         extra = {} if poll else {"FUNCHOST_BLOB_POLL_SECONDS": "0"}
         with open_backend(name) as backend:
-            env = backend.server_env
+            env = {**backend.server_env, **guard}
             first = fresh_server(env, container, extra)
             servers = [first]
             try:
@@ -657,22 +663,61 @@ def time_listing(env: dict[str, str]) -> dict[str, Any]:
     return {"blobs": names, "list_ms": round((time.perf_counter() - started) * 1000, 1)}
 
 
+def unguarded_profiles() -> Path:
+    """A copy of ``profiles/`` whose starter profile has no ``guard_rules`` (the guard
+    off), in a temporary directory deleted with the servers' at the end of the run."""
+    root = Path(tempfile.mkdtemp(prefix="memnet-bench-profiles-"))
+    LEFT_OVER.append(root)
+    shutil.copytree(REPO / "profiles", root / "profiles")
+    path = root / "profiles" / f"{PROFILE}.json"
+    raw = json.loads(path.read_text())
+    raw.pop("guard_rules", None)
+    path.write_text(json.dumps(raw, indent=2))
+    return root / "profiles"
+
+
+def guard_env(guard: str) -> dict[str, str]:
+    """The servers' settings for one ``--guard`` setting: the profiles as shipped (on),
+    or the starter without its ``guard_rules`` (off)."""
+    return {} if guard == "on" else {"MEMNET_PROFILES_DIR": str(unguarded_profiles())}
+
+
 def bench_backend(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Each phase with the first of ``args.guards``; the rules and llm phases once more
+    for each other guard setting, under ``guard_<setting>``."""
     print(f"[{name}]", flush=True)
     result: dict[str, Any] = {"backend": name}
+    first, *others = args.guards
     for phase in ("rules", "llm", "backlog"):
         if phase not in args.phases:
             continue
-        started, load = time.time(), os.getloadavg()[0]
-        if phase == "backlog":
-            result[phase] = bench_backlog(name, args)
-        else:  # a backend of its own (a fresh Azurite: the emulator slows as it fills)
-            with open_backend(name) as backend:
-                run = bench_rules if phase == "rules" else bench_llm
-                result[phase] = run(backend.server_env, args)
-        result[phase]["phase_s"] = round(time.time() - started, 1)
-        # the machine may be shared: the 1-minute load average before and after
-        result[phase]["loadavg_1m"] = [round(load, 2), round(os.getloadavg()[0], 2)]
+        result[phase] = bench_phase(name, phase, first, args)
+        same = same_rate(args, result[phase])
+        for guard in others if phase != "backlog" else []:
+            result.setdefault(f"guard_{guard}", {})[phase] = bench_phase(name, phase, guard, same)
+    return result
+
+
+def same_rate(args: argparse.Namespace, run: dict[str, Any]) -> argparse.Namespace:
+    """``args`` with the steady rules rate ``run`` used, so that the other guard
+    settings are offered the same load (not half of their own calibration)."""
+    rate = run.get("steady", {}).get("rate_per_s") or args.rate
+    return argparse.Namespace(**{**vars(args), "rate": rate})
+
+
+def bench_phase(name: str, phase: str, guard: str, args: argparse.Namespace) -> dict[str, Any]:
+    print(f"  {phase}, guard {guard}", flush=True)
+    started, load = time.time(), os.getloadavg()[0]
+    if phase == "backlog":
+        result = bench_backlog(name, args, guard_env(guard))
+    else:  # a backend of its own (a fresh Azurite: the emulator slows as it fills)
+        with open_backend(name) as backend:
+            run = bench_rules if phase == "rules" else bench_llm
+            result = run({**backend.server_env, **guard_env(guard)}, args)
+    result["guard"] = guard
+    result["phase_s"] = round(time.time() - started, 1)
+    # the machine may be shared: the 1-minute load average before and after
+    result["loadavg_1m"] = [round(load, 2), round(os.getloadavg()[0], 2)]
     return result
 
 
@@ -701,6 +746,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--phases", default="rules,llm,backlog", help="comma-separated subset of the phases"
     )
+    parser.add_argument(
+        "--guard",
+        choices=("on", "off", "both"),
+        default="on",
+        help="the starter's poisoning guard: as shipped, without guard_rules, or each",
+    )
     parser.add_argument("--write-docs", action="store_true", help="write docs/performance.md")
     parser.add_argument(
         "--from-results", type=Path, help="measure nothing: write the docs from this raw JSON"
@@ -708,6 +759,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.phases = set(args.phases.split(","))
     args.backlog_runs = [n for n in args.backlog_runs.split(",") if n]
+    args.guards = ["on", "off"] if args.guard == "both" else [args.guard]
     return args
 
 
@@ -739,7 +791,9 @@ def main(argv: list[str] | None = None) -> int:
         "settings": settings,
         "run_id": uuid.uuid4().hex[:8],
         "commit": git_commit(),
-        "storage_calls": storage_calls(),
+        "storage_calls": storage_calls(
+            REPO / "profiles" if args.guards[0] == "on" else unguarded_profiles()
+        ),
     }
     try:
         results["backends"] = [bench_backend(name, args) for name in names]

@@ -37,11 +37,12 @@ def write_markdown(results: dict[str, Any], path: Path) -> Path:
         _steady(results),
         _llm(results),
         _backlog(results),
+        _guard_cost(results),
         _storage(results),
         f"### Analysis\n\n<!-- {ANALYSIS} -->\n{kept}\n<!-- /{ANALYSIS} -->",
     ]
     start, end = f"<!-- {SECTION} -->", f"<!-- /{SECTION} -->"
-    block = f"{start}\n" + "\n\n".join(parts) + f"\n{end}"
+    block = f"{start}\n" + "\n\n".join(p for p in parts if p) + f"\n{end}"
     text = path.read_text() if path.exists() else "# Performance\n"
     if start in text and end in text:
         head, rest = text.split(start, 1)
@@ -90,10 +91,24 @@ def _header(results: dict[str, Any]) -> str:
             f"run: {runs} (the processes share one store and queue; poller off: "
             "`FUNCHOST_BLOB_POLL_SECONDS=0`, as on Azure, where Event Grid delivers blob "
             "events and nothing lists the store).",
+            f"- Poisoning guard: {_guard_text(s)}.",
             "- Load average (1 min) at the start and end of each phase (this benchmark's own "
             f"processes included; the machine may be shared): {_loads(results)}.",
         ]
     )
+
+
+def _guard_text(s: dict[str, Any]) -> str:
+    guards = s.get("guards")
+    if guards is None:
+        return "not recorded (a run from before `--guard`)"
+    shipped = "on (the starter profile's `guard_rules` as shipped)"
+    unguarded = "off (the starter profile less its `guard_rules`)"
+    if guards == ["on"]:
+        return shipped
+    if guards == ["off"]:
+        return unguarded
+    return f"{shipped}; the rules and fake-LLM phases run again with the guard {unguarded}"
 
 
 def _loads(results: dict[str, Any]) -> str:
@@ -364,6 +379,56 @@ def _deciles(backend: str, run: dict[str, Any]) -> str:
             table(["Done", "t (s)", "Finished", "Queue length", "Oldest age (s)"], rows),
         ]
     )
+
+
+def _guard_cost(results: dict[str, Any]) -> str:
+    """The same workloads with the guard on and off (``--guard both``), side by side."""
+    rows = []
+    for b in results["backends"]:
+        off = b.get("guard_off")
+        if not off:
+            continue
+        for phase, label, part in (
+            ("rules", "rules, burst (calibration)", "calibration"),
+            ("rules", "rules, steady", "steady"),
+            ("llm", "fake LLM, steady", "steady"),
+            ("llm", "fake LLM, burst", "burst"),
+        ):
+            on_run, off_run = b.get(phase, {}).get(part), off.get(phase, {}).get(part)
+            if on_run and off_run:
+                rows.append([b["backend"], label, *_versus(on_run, off_run)])
+    if not rows:
+        return ""
+    head = ["Backend", "Workload", "p50 on / off", "p99 on / off", "worker /s on / off"]
+    head += ["statuses on", "rejected on", "rejected off"]
+    return "\n".join(
+        [
+            "### The poisoning guard's cost",
+            "",
+            table(head, rows, right_from=2),
+            "",
+            "Upload-to-applied (s) and the worker's rate with the starter profile as shipped "
+            "(on) and without its `guard_rules` (off), each on a fresh server and backend, "
+            "the steady runs offered the same rate; the worker's rate of a burst is its "
+            "capacity. The guard reviews each plan (support, content, rates, evidence "
+            "stamps) before it is stored. Rejected: the codes the replay records list.",
+        ]
+    )
+
+
+def _versus(on: dict[str, Any], off: dict[str, Any]) -> list[str]:
+    cells = []
+    for key in ("p50_ms", "p99_ms"):
+        pair = (on["latency"].get(key), off["latency"].get(key))
+        cells.append(" / ".join("-" if v is None else f"{v / 1000:.3f}" for v in pair))
+    rates = (on.get("finish_rate_per_s"), off.get("finish_rate_per_s"))
+    cells.append(" / ".join("-" if r is None else f"{r:.2f}" for r in rates))
+    cells += [_counts(on["statuses"]), _counts(on["rejected"]), _counts(off["rejected"])]
+    return cells
+
+
+def _counts(counted: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counted.items())) or "-"
 
 
 def _storage(results: dict[str, Any]) -> str:
