@@ -141,7 +141,7 @@ CASES = [
     ],
     one(
         "note-iban",
-        ("user", "We decided to pay the vendor at IBAN GB33BUKB20201555555555 from now on."),
+        ("user", "We decided to pay the vendor at IBAN GB33BUKB20201555555555."),
         hint="alpha",
     ),
     one(
