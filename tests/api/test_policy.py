@@ -104,7 +104,7 @@ def test_schema_violation_names_the_json_path(client: ApiClient):
 
 
 def test_max_chars_is_enforced_after_applying(client: ApiClient):
-    facts = [{**FACT, "fact": f"{i}" + "y" * 990} for i in range(18)]
+    facts = [{**FACT, "fact": f"{i}" + " y" * 495} for i in range(18)]  # not key-like
     ops = [{"op": "add", "path": "/content/durable_facts/-", "value": f} for f in facts]
     proof = {"confidence": 0.9, "evidence": {"message_ids": ["m1"]}}
     first = patch(client, etag(client), ops[:15], "k1", **proof)

@@ -85,6 +85,8 @@ PLAIN = [
     "Chose Postgres",
     "Is a senior engineer at Contoso",
     "Lives near the river",
+    "Said it was sooooooooooooooooooooooooooooooooooooooooooooooooo good",
+    "Ticket ID 1234567890",
 ]
 
 
