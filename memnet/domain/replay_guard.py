@@ -24,7 +24,7 @@ profile's ``guard_rules`` (:mod:`memnet.domain.guard`):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -61,6 +61,7 @@ class _Review:
     source: Source
     similar: Similar | None
     added: dict[tuple[str, Segments], int]
+    learned: dict[tuple[str, Segments], int] = field(default_factory=dict)  # per section, once
 
 
 def review(
@@ -221,9 +222,9 @@ def _over_rate(binding: Binding, segments: Segments, content: Any, state: _Revie
     state.added[key] = state.added.get(key, 0) + 1
     if state.added[key] > state.rules.per_conversation:
         return True
-    return (
-        _learned_today(content, section, state.request.now) + state.added[key] > state.rules.per_day
-    )
+    if key not in state.learned:
+        state.learned[key] = _learned_today(content, section, state.request.now)
+    return state.learned[key] + state.added[key] > state.rules.per_day
 
 
 def _section(segments: Segments) -> Segments:
