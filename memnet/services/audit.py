@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import secrets
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,8 +25,7 @@ from memnet.domain.layout import DocumentRef, audit_horizon_name, audit_name, us
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.timestamps import format_millis, parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore, Condition, PreconditionFailed
-
-_HORIZON_ATTEMPTS = 8
+from memnet.services.records import JsonRecords, dump
 
 
 def new_change_id(now: datetime) -> str:
@@ -79,12 +77,12 @@ class AuditLog:
     """Reads and writes audit records in a :class:`BlobStore`."""
 
     def __init__(self, blobs: BlobStore) -> None:
-        self._blobs = blobs
+        self._blobs, self._records = blobs, JsonRecords(blobs)
 
     def write(self, ref: DocumentRef, record: dict[str, Any]) -> None:
         """Create-only; a retried create that finds its own identical record is fine."""
         name = ref.audit_name(record["change_id"])
-        data = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+        data = dump(record)
         try:
             self._blobs.write(name, data, Condition.create_only())
         except PreconditionFailed:
@@ -92,12 +90,8 @@ class AuditLog:
                 raise
 
     def read(self, tenant_id: str, user_id: str, change_id: str) -> dict[str, Any] | None:
-        try:
-            blob = self._blobs.read(audit_name(tenant_id, user_id, change_id))
-        except BlobNotFound:
-            return None
-        record: dict[str, Any] = json.loads(blob.data)
-        return record
+        found = self._records.read(audit_name(tenant_id, user_id, change_id))
+        return None if found is None else found.value
 
     def discard(self, ref: DocumentRef, change_id: str) -> None:
         """Best-effort removal of a record whose document write did not happen."""
@@ -123,35 +117,20 @@ class AuditLog:
     def horizon(self, tenant_id: str, user_id: str) -> datetime | None:
         """The user's audit horizon: records minted at or before it may have been removed
         by retention (``audit_horizon.json``); None when none ever was."""
-        try:
-            blob = self._blobs.read(audit_horizon_name(tenant_id, user_id))
-        except BlobNotFound:
-            return None
-        return parse_timestamp(json.loads(blob.data)["horizon"], "horizon")
+        found = self._records.read(audit_horizon_name(tenant_id, user_id))
+        return None if found is None else _horizon(found.value)
 
     def raise_horizon(self, tenant_id: str, user_id: str, moment: datetime) -> None:
         """Move the horizon to ``moment`` unless it is already later (ETag-conditional
         read-modify-write, so two sweeps never move it back). Retention calls this
         before it deletes any record minted up to ``moment``."""
-        name = audit_horizon_name(tenant_id, user_id)
-        data = json.dumps({"horizon": format_millis(moment)}).encode()
-        for _ in range(_HORIZON_ATTEMPTS):
-            try:
-                current = self._blobs.read(name)
-            except BlobNotFound:
-                current = None
-            if current is not None and self._stored(current.data) >= moment:
-                return
-            condition = Condition.match(current.etag) if current else Condition.create_only()
-            try:
-                self._blobs.write(name, data, condition)
-                return
-            except PreconditionFailed:
-                continue
-        raise PreconditionFailed(name)
 
-    def _stored(self, data: bytes) -> datetime:
-        return parse_timestamp(json.loads(data)["horizon"], "horizon")
+        def later(found: dict[str, Any] | None) -> dict[str, Any] | None:
+            if found is not None and _horizon(found) >= moment:
+                return None
+            return {"horizon": format_millis(moment)}
+
+        self._records.update(audit_horizon_name(tenant_id, user_id), later)
 
     def _before_horizon(self, ref: DocumentRef, change_id: str) -> bool:
         horizon = self.horizon(ref.tenant_id, ref.user_id)
@@ -197,3 +176,7 @@ def _ref_of(tenant_id: str, user_id: str, blob_name: str) -> DocumentRef:
     rest = blob_name[len(user_prefix(tenant_id, user_id) + "documents/") :]
     namespace, _, path = rest.partition("/")
     return DocumentRef(tenant_id, user_id, namespace, path)
+
+
+def _horizon(stored: dict[str, Any]) -> datetime:
+    return parse_timestamp(stored["horizon"], "horizon")

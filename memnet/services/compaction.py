@@ -32,9 +32,9 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from memnet.domain import compaction, freshness, proposals
 from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
@@ -58,10 +58,12 @@ from memnet.services.compaction_digest import (
 from memnet.services.documents import Committed, DocumentService
 from memnet.services.event_records import event_name
 from memnet.services.events import EventService
+from memnet.services.records import retrying
 from memnet.services.registry import ProfileRegistry
 from memnet.services.walker import Walker
 
 COMPACT_QUEUE = "memnet-compact"
+T = TypeVar("T")
 ATTEMPTS = 4
 log = logging.getLogger("memnet.services.compaction")
 
@@ -113,16 +115,34 @@ class CompactionService:
         stored, shapes = self._reshape(target, stored, dry_run)
         fresh = self._freshness(target, stored, dry_run)
         steps = {"reshaped": shapes, "freshness": fresh}
-        for attempt in range(1, ATTEMPTS + 1):
-            if attempt > 1 or fresh["changed"] or fresh.get("yielded"):
-                stored = self._documents.load(ref) or stored  # else the one read serves
-            plan = self._plan(target, stored)
+        if fresh["changed"] or fresh.get("yielded"):
+            stored = self._documents.load(ref) or stored  # else the one read serves
+        try:
+            applied = self._racing(target, stored, lambda now: self._compact(target, now, dry_run))
+        except EtagMismatch:
+            log.info("compaction of %s lost the race %d times", ref.blob_name, ATTEMPTS)
+            why = f"lost the race to live writers {ATTEMPTS} times; the next run tries again"
+            return _status(within_targets=False, why_not=[why], yielded=True, **steps)
+        return {**applied, **steps}
+
+    def _compact(self, target: Target, stored: StoredDocument, dry_run: bool) -> dict[str, Any]:
+        return self._apply(target, stored, self._plan(target, stored), dry_run)
+
+    def _racing(
+        self, target: Target, stored: StoredDocument, attempt: Callable[[StoredDocument], T]
+    ) -> T:
+        """``attempt`` on the document, read again after each write it loses to a live
+        writer (``EtagMismatch``), at most :data:`ATTEMPTS` times."""
+        latest = [stored]
+
+        def once() -> T:
             try:
-                return {**self._apply(target, stored, plan, dry_run), **steps}
+                return attempt(latest[0])
             except EtagMismatch:
-                log.info("compaction of %s lost a race (attempt %d)", ref.blob_name, attempt)
-        why = f"lost the race to live writers {ATTEMPTS} times; the next run tries again"
-        return _status(within_targets=False, why_not=[why], yielded=True, **steps)
+                latest[0] = self._documents.load(target.ref) or latest[0]
+                raise
+
+        return retrying(once, on=EtagMismatch, attempts=ATTEMPTS)
 
     def _target(self, ref: DocumentRef, stored: StoredDocument | None) -> Target | None:
         head = stored.document.get("change_id") if stored else None
@@ -230,37 +250,40 @@ class CompactionService:
         refuses every write to it, the other steps' too. The document after, and what
         was done."""
         rules = target.profile.compaction.get(target.binding.binding_id)
-        for _ in range(ATTEMPTS):
+
+        def attempt(stored: StoredDocument) -> tuple[StoredDocument, dict[str, Any]]:
             ops = compaction.reshape_ops(stored.document["content"], rules) if rules else []
             paths = [op["path"] for op in ops]
             if not ops or dry_run:
                 return stored, {"changed": False, "paths": paths, **({"ops": ops} if ops else {})}
-            try:
-                self._job_write(target, stored, _RESHAPE, ops, content_hash(ops))
-            except EtagMismatch:
-                stored = self._documents.load(target.ref) or stored
-                continue
+            self._job_write(target, stored, _RESHAPE, ops, content_hash(ops))
             return self._documents.load(target.ref) or stored, {"changed": True, "paths": paths}
-        return stored, {"changed": False, "paths": [], "yielded": True}
+
+        try:
+            return self._racing(target, stored, attempt)
+        except EtagMismatch:
+            latest = self._documents.load(target.ref) or stored
+            return latest, {"changed": False, "paths": [], "yielded": True}
 
     # -- freshness -------------------------------------------------------------------
 
     def _freshness(self, target: Target, stored: StoredDocument, dry_run: bool) -> dict[str, Any]:
         """Downgrade the stale facts as one audited change (its own caller and reason)."""
-        for _ in range(ATTEMPTS):
+
+        def attempt(stored: StoredDocument) -> dict[str, Any]:
             planned = self._downgrade(target, stored)
             if planned is None or not planned.ops:
                 return {"changed": False, "downgraded": []}
             found = {"downgraded": planned.paths, "why": planned.why}
             if dry_run:
                 return {"changed": False, **found, "ops": planned.ops}
-            try:
-                response = self._patch_freshness(target, stored, planned)
-            except EtagMismatch:
-                stored = self._documents.load(target.ref) or stored
-                continue
+            response = self._patch_freshness(target, stored, planned)
             return {"changed": True, "change_id": _change_id(response), **found}
-        return {"changed": False, "downgraded": [], "yielded": True}
+
+        try:
+            return self._racing(target, stored, attempt)
+        except EtagMismatch:
+            return {"changed": False, "downgraded": [], "yielded": True}
 
     def _downgrade(self, target: Target, stored: StoredDocument) -> freshness.Downgrade | None:
         rules, binding = target.profile.freshness, target.binding

@@ -32,6 +32,7 @@ from memnet.ports import (
     PreconditionFailed,
     SearchIndex,
 )
+from memnet.services.records import JsonRecords
 
 FORGET_QUEUE = "memnet-forget"
 FORGET_CALLER = "memnet-forget"
@@ -67,23 +68,18 @@ class Job:
 
 class JobStore:
     def __init__(self, blobs: BlobStore, clock: Clock) -> None:
-        self._blobs, self._clock = blobs, clock
+        self._records, self._clock = JsonRecords(blobs), clock
 
     def load(self, name: str) -> Job | None:
-        try:
-            blob = self._blobs.read(name)
-        except BlobNotFound:
-            return None
-        return Job(name, json.loads(blob.data), blob.etag)
+        found = self._records.read(name)
+        return None if found is None else Job(name, found.value, found.etag)
 
     def save(self, job: Job) -> Job:
         """Write under the job's ETag (create-only when new); :class:`Superseded` if
         another writer got there first."""
         job.state["updated_at"] = self.now()
-        data = json.dumps(job.state, ensure_ascii=False, sort_keys=True).encode()
-        condition = Condition.match(job.etag) if job.etag else Condition.create_only()
         try:
-            etag = self._blobs.write(job.name, data, condition)
+            etag = self._records.save(job.name, job.state, job.etag)
         except PreconditionFailed as exc:
             raise Superseded(job.name) from exc
         return Job(job.name, job.state, etag)

@@ -1,6 +1,6 @@
 """Legal holds (spec 17, open decision 3): what retention sweeps and forget must keep.
 
-A tenant's holds live in ``tenants/{t}/_policy.json`` (ARCHITECTURE.md section 2),
+A tenant's holds live in ``tenants/{t}/_policy.json`` (docs/architecture.md),
 outside every user's prefix: one hold for the whole tenant and one per user. A hold
 keeps the data kinds it names (all of :data:`HOLD_KINDS` unless it says fewer); sweeps
 and forget skip held kinds and say so. Setting and clearing a hold is read-modify-write
@@ -9,20 +9,20 @@ under the policy blob's ETag, and each is recorded in the tenant's governance lo
 
 from __future__ import annotations
 
-import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain.errors import NotFound
 from memnet.domain.layout import governance_log_name, tenant_policy_name
 from memnet.domain.timestamps import format_millis
-from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
+from memnet.ports import BlobStore, Clock
+from memnet.services.records import JsonRecords
 
 # The kinds of a user's data a hold can keep. Index entries follow their events;
 # idempotency records are operational copies and are never held.
 HOLD_KINDS = ("documents", "snapshots", "events", "audit", "replays")
-_ATTEMPTS = 8
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,12 @@ class Held:
 
 class LegalHolds:
     def __init__(self, blobs: BlobStore, clock: Clock) -> None:
-        self._blobs, self._clock = blobs, clock
+        self._clock, self._records = clock, JsonRecords(blobs)
 
     def policy(self, tenant_id: str) -> dict[str, Any]:
         """The tenant's holds: ``{"tenant": hold or None, "users": {user_id: hold}}``."""
-        return self._read(tenant_id)[0]
+        found = self._records.read(tenant_policy_name(tenant_id))
+        return _policy(None if found is None else found.value)
 
     def held(self, tenant_id: str, user_id: str) -> dict[str, Held]:
         """Each held kind of the user's data, with the hold that keeps it (the tenant's
@@ -113,30 +114,21 @@ class LegalHolds:
             "timestamp": format_millis(now),
             **details,
         }
-        data = json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
-        self._blobs.write(governance_log_name(tenant_id, entry_id), data, Condition.create_only())
+        self._records.save(governance_log_name(tenant_id, entry_id), entry, None)
         return entry_id
 
-    def _read(self, tenant_id: str) -> tuple[dict[str, Any], str | None]:
-        try:
-            blob = self._blobs.read(tenant_policy_name(tenant_id))
-        except BlobNotFound:
-            return {"tenant": None, "users": {}}, None
-        policy = json.loads(blob.data)
-        return {"tenant": policy.get("tenant"), "users": dict(policy.get("users", {}))}, blob.etag
-
-    def _update(self, tenant_id: str, change: Any) -> None:
-        for _ in range(_ATTEMPTS):
-            policy, etag = self._read(tenant_id)
+    def _update(self, tenant_id: str, change: Callable[[dict[str, Any]], None]) -> None:
+        def changed(found: dict[str, Any] | None) -> dict[str, Any]:
+            policy = _policy(found)
             change(policy)
-            data = json.dumps(policy, ensure_ascii=False, sort_keys=True).encode()
-            condition = Condition.match(etag) if etag else Condition.create_only()
-            try:
-                self._blobs.write(tenant_policy_name(tenant_id), data, condition)
-                return
-            except PreconditionFailed:
-                continue
-        raise PreconditionFailed(tenant_policy_name(tenant_id))
+            return policy
+
+        self._records.update(tenant_policy_name(tenant_id), changed)
+
+
+def _policy(found: dict[str, Any] | None) -> dict[str, Any]:
+    found = found or {}
+    return {"tenant": found.get("tenant"), "users": dict(found.get("users", {}))}
 
 
 def held_kinds(policy: dict[str, Any], user_id: str) -> dict[str, Held]:

@@ -32,11 +32,11 @@ from memnet.domain.promotion import known_ids, patterns
 from memnet.ports import BlobStore, Clock, EventQuery, SearchIndex
 from memnet.services.documents import DocumentService
 from memnet.services.event_records import load_event
+from memnet.services.records import retrying
 from memnet.services.registry import ProfileRegistry
 
 PROMOTION_CALLER = "memnet-promotion"
 MAX_PATTERNS = 10  # items one run writes per profile
-_ATTEMPTS = 3
 log = logging.getLogger(__name__)
 
 
@@ -104,7 +104,8 @@ class Promotion:
         evidence = {"event_ids": sorted({i for p in found for i in p.event_ids})}
         ref = DocumentRef(tenant_id, user_id, binding.namespace, binding.path)
         caller = _job_caller(tenant_id, user_id, profile.profile_id)
-        for attempt in range(1, _ATTEMPTS + 1):
+
+        def attempt() -> dict[str, Any]:
             current = self._documents.load(ref)
             etag = current.etag if current else None
             known = known_ids(rules, _items(current, rules.pointer[:-1]))
@@ -125,12 +126,9 @@ class Promotion:
                 confidence=rules.confidence,
                 ops=parse_ops(ops),
             )
-            try:
-                return self._documents.patch(caller, command)
-            except EtagMismatch:
-                if attempt == _ATTEMPTS:
-                    raise
-        return None
+            return self._documents.patch(caller, command)
+
+        return retrying(attempt, on=EtagMismatch, attempts=3)
 
 
 def _items(current: StoredDocument | None, section: Segments) -> list[Any]:

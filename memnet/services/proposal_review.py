@@ -45,6 +45,7 @@ from memnet.services import views
 from memnet.services.audit import AuditLog
 from memnet.services.documents import DocumentService
 from memnet.services.listing import DocumentListing, NamespaceRef
+from memnet.services.records import retrying
 from memnet.services.registry import ProfileRegistry
 
 DECISIONS = {"approve": "approved", "edit": "edited", "reject": "rejected"}
@@ -52,7 +53,6 @@ REVIEW_ROLES = ("review", "admin")
 MAX_NAMESPACE_DOCUMENTS = 100  # read per templated namespace when listing the queue
 HISTORY_LOOKBACK = 64  # changes searched for an earlier decision on a proposal
 CLASS = "sensitivity"  # origin.review's record of the proposal's class (never answered)
-_ATTEMPTS = 4
 
 
 @dataclass(frozen=True)
@@ -137,18 +137,22 @@ class ProposalReview:
         profile = self._registry.for_caller(caller, profile_id)
         ref = DocumentRef(tenant_id, user_id, *where)
         binding = self._pending_binding(profile, ref)
-        for _ in range(_ATTEMPTS):
+
+        def attempt() -> dict[str, Any]:  # another write landed: find the proposal again
             stored = self._documents.load(ref)
             found = (
                 None if stored is None else _seen(caller, (profile, binding), ref, stored, review)
             )
             if stored is None or found is None:
                 return self._earlier(caller, (profile, binding), ref, stored, review)
-            try:
-                return self._decide(caller, profile, binding, ref, stored, found, review)
-            except EtagMismatch:
-                continue  # another write landed: find the proposal again in it
-        raise Conflict("The document keeps changing; retry.", code="DOCUMENT_BUSY", retry_after=1)
+            return self._decide(caller, profile, binding, ref, stored, found, review)
+
+        try:
+            return retrying(attempt, on=EtagMismatch, attempts=4)
+        except EtagMismatch:
+            raise Conflict(
+                "The document keeps changing; retry.", code="DOCUMENT_BUSY", retry_after=1
+            ) from None
 
     def _pending_binding(self, profile: Profile, ref: DocumentRef) -> Binding:
         found = profile.resolve(ref.namespace, ref.path)

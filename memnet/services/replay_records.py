@@ -9,31 +9,26 @@ re-applying one after a lost race is safe.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from memnet.domain.errors import MemnetError
 from memnet.domain.layout import SnapshotRef, user_prefix
 from memnet.domain.timestamps import format_millis
-from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
+from memnet.ports import BlobNotFound, BlobStore, Clock
+from memnet.services.records import JsonRecords
 
 TERMINAL = frozenset({"applied", "partially_applied", "unresolved", "failed"})
-UPDATE_ATTEMPTS = 20
 Record = dict[str, Any]
 
 
 class ReplayRecords:
     def __init__(self, blobs: BlobStore, clock: Clock) -> None:
-        self._blobs, self._clock = blobs, clock
+        self._records, self._clock = JsonRecords(blobs), clock
 
     def load(self, ref: SnapshotRef) -> Record | None:
-        try:
-            blob = self._blobs.read(ref.replay_name)
-        except BlobNotFound:
-            return None
-        record: Record = json.loads(blob.data)
-        return record
+        found = self._records.read(ref.replay_name)
+        return None if found is None else found.value
 
     def create(self, ref: SnapshotRef, **fields: Any) -> bool:
         """Create the record in state ``queued``; False if it exists already."""
@@ -56,35 +51,25 @@ class ReplayRecords:
             "output": None,
             **fields,
         }
-        try:
-            self._blobs.write(ref.replay_name, _dump(record), Condition.create_only())
-        except PreconditionFailed:
-            return False
-        return True
+        return self._records.create(ref.replay_name, record) is not None
 
     def update(self, ref: SnapshotRef, mutate: Callable[[Record], None]) -> Record:
         """Apply ``mutate`` to the latest record and write it under its ETag, again on
-        a lost race (``mutate`` must be idempotent)."""
-        for _ in range(UPDATE_ATTEMPTS):
-            blob = self._blobs.read(ref.replay_name)
-            record: Record = json.loads(blob.data)
+        a lost race (``mutate`` must be idempotent); :class:`BlobNotFound` if none."""
+
+        def change(record: Record | None) -> Record:
+            if record is None:
+                raise BlobNotFound(ref.replay_name)
             mutate(record)
-            record["status"] = status_of(record)
-            record["updated_at"] = self.now()
-            try:
-                self._blobs.write(ref.replay_name, _dump(record), Condition.match(blob.etag))
-            except PreconditionFailed:
-                continue
-            return record
-        raise PreconditionFailed(ref.replay_name)
+            return {**record, "status": status_of(record), "updated_at": self.now()}
+
+        # Many event writers of one replay update its record at once: a longer bound.
+        updated = self._records.update(ref.replay_name, change, attempts=20)
+        assert updated is not None
+        return updated
 
     def list(self, tenant_id: str, user_id: str) -> Iterator[Record]:
-        prefix = f"{user_prefix(tenant_id, user_id)}replays/"
-        for name in self._blobs.list_names(prefix):
-            try:
-                yield json.loads(self._blobs.read(name).data)
-            except BlobNotFound:  # removed since it was listed
-                continue
+        return self._records.list(f"{user_prefix(tenant_id, user_id)}replays/")
 
     def now(self) -> str:
         return format_millis(self._clock.now())
@@ -189,6 +174,3 @@ def resolve_entry(index: int, state: str, **extra: Any) -> Any:
 
     return update
 
-
-def _dump(record: Record) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
