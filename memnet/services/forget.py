@@ -56,6 +56,7 @@ from memnet.services.forget_ledger import (
 )
 from memnet.services.forget_receipts import accepted, build_receipt, public_view, require_any
 from memnet.services.holds import Held, LegalHolds
+from memnet.services.records import retrying
 from memnet.services.tombstones import DONE
 
 # Deletion order: idempotency records first (a retried write must not replay a response
@@ -74,7 +75,6 @@ KINDS = (
 )
 _PREFIXES = {"audit_horizon": "audit_horizon.json", "other": ""}
 _HOLD_KIND = {INDEX: "events", "audit_horizon": "audit"}
-_ATTEMPTS = 8
 # Batches per listing page. On the embedded store a page scans the whole directory
 # (memory stays at one page; time is one scan per page), so fewer, larger pages cut the
 # scans of a 100k-event directory tenfold for a page of 10 batches in memory.
@@ -129,26 +129,47 @@ class ForgetService:
         """Start forgetting the user (or answer the job already running)."""
         caller.require(tenant_id, "forget")
         name = forget_job_name(tenant_id, user_id)
-        for _ in range(_ATTEMPTS):
-            job = self.jobs.load(name)
-            if job is not None and job.state["status"] != DONE:
-                self._nudge(job)
-                return accepted(job.state)
-            fresh = self._new_job(caller, tenant_id, user_id)
-            try:
-                created = self.jobs.save(Job(name, fresh, job.etag if job else None))
-            except Superseded:
-                continue
+
+        def running(job: Job) -> dict[str, Any]:
+            self._nudge(job)
+            return accepted(job.state)
+
+        def started(job: Job) -> dict[str, Any]:
+            forget_id = job.state["forget_id"]
             self._holds.log(
                 tenant_id,
                 "forget_requested",
                 caller.caller_id,
                 user_id=user_id,
-                forget_id=fresh["forget_id"],
+                forget_id=forget_id,
             )
-            self._send(created)
-            return accepted(created.state)
-        raise Conflict("The forget job is busy; retry.", code="FORGET_BUSY", retry_after=1)
+            return accepted(self._send(job).state)
+
+        return self.start(name, lambda: self._new_job(caller, tenant_id, user_id), running, started)
+
+    def start(
+        self,
+        name: str,
+        fresh: Callable[[], dict[str, Any]],
+        running: Callable[[Job], dict[str, Any]],
+        started: Callable[[Job], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Store a new job ``fresh()`` under ``name`` and answer ``started(job)``, or answer
+        ``running(job)`` for the one that is running there; 409 ``FORGET_BUSY`` when
+        other requests keep winning the race to store it."""
+
+        def attempt() -> dict[str, Any]:
+            job = self.jobs.load(name)
+            if job is not None and job.state["status"] not in (DONE, "cancelled"):
+                return running(job)
+            return started(self.jobs.save(Job(name, fresh(), job.etag if job else None)))
+
+        try:
+            return retrying(attempt, on=Superseded)
+        except Superseded:
+            raise Conflict(
+                "The forget job is busy; retry.", code="FORGET_BUSY", retry_after=1
+            ) from None
 
     def status(self, caller: Caller, tenant_id: str, user_id: str) -> dict[str, Any]:
         require_any(caller, tenant_id, ("forget", "admin"))
@@ -217,20 +238,23 @@ class ForgetService:
         job = self.jobs.load(forget_job_name(message["tenant_id"], message["user_id"]))
         if job is None or job.state["forget_id"] != message["forget_id"]:
             return None
-        if job.state["status"] == DONE or job.state["run"] != message["run"]:
-            return None  # finished, or a duplicate of a message already handled
         deadline = time.monotonic() + self._settings.job_max_seconds
-        for _ in range(_ATTEMPTS):
+        latest: list[Job | None] = [job]
+
+        def attempt() -> dict[str, Any] | None:
+            job = latest[0]
+            if job is None or job.state["status"] == DONE or job.state["run"] != message["run"]:
+                return None  # finished, or not this run's (a duplicate message, or taken over)
             try:
                 return self._work(job, deadline).state
             except Superseded:  # another save came first: go on if this run is still ours
-                again = self.jobs.load(job.name)
-                if again is None or again.state["run"] != message["run"]:
-                    return None
-                if again.state["status"] == DONE:
-                    return None
-                job = again
-        return None
+                latest[0] = self.jobs.load(job.name)
+                raise
+
+        try:
+            return retrying(attempt, on=Superseded)
+        except Superseded:
+            return None
 
     def gave_up(self, message: dict[str, Any]) -> None:
         """The message failed every delivery: queue the job again in five minutes."""

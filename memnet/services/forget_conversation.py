@@ -40,7 +40,6 @@ from memnet.services.tombstones import DONE
 PHASES = ("snapshots", "replays", "events", "documents", "finishing")
 TOMBSTONED = ("FORGET_IN_PROGRESS", "USER_RECENTLY_FORGOTTEN")
 BUSY_RETRY_SECONDS = 30
-_WRITE_ATTEMPTS = 8
 
 
 class ForgetConversation:
@@ -65,52 +64,52 @@ class ForgetConversation:
     def request(self, caller: Caller, t: str, u: str, c: str) -> dict[str, Any]:
         caller.require(t, "forget")
         name = forget_conversation_job_name(t, u, c)
-        for _ in range(_WRITE_ATTEMPTS):
-            job = self._jobs.load(name)
-            if job is not None and job.state["status"] not in (DONE, "cancelled"):
-                if self._forget.stalled(job.state):
-                    self._send(job.state)
-                return self._accepted(job.state)
-            token = secrets.token_hex(12)
-            state: dict[str, Any] = {
-                "kind": "forget_conversation",
-                "forget_id": f"fgc_{token}",
-                "receipt_id": f"rcpt_{token}",
-                "tenant_id": t,
-                "user_id": u,
-                "conversation_id": c,
-                "requested_by": caller.caller_id,
-                "started_at": self._jobs.now(),
-                "completed_at": None,
-                "status": "running",
-                "phase": PHASES[0],
-                "run": new_token(),
-                "deleted": {},
-                "late": 0,
-                "seq": 0,
-                "pending": None,
-                "kept": {},
-                "events_after": "",
-                "documents_after": "",
-                "pending_write": None,
-                "retracted": [],
-                "verification": None,
-            }
-            try:
-                created = self._jobs.save(Job(name, state, job.etag if job else None))
-            except Superseded:
-                continue
+
+        def running(job: Job) -> dict[str, Any]:
+            if self._forget.stalled(job.state):
+                self._send(job.state)
+            return self._accepted(job.state)
+
+        def started(job: Job) -> dict[str, Any]:
             self._holds.log(
                 t,
                 "forget_conversation_requested",
                 caller.caller_id,
                 user_id=u,
                 conversation_id=c,
-                forget_id=state["forget_id"],
+                forget_id=job.state["forget_id"],
             )
-            self._send(created.state)
-            return self._accepted(created.state)
-        raise Conflict("The forget job is busy; retry.", code="FORGET_BUSY", retry_after=1)
+            self._send(job.state)
+            return self._accepted(job.state)
+
+        return self._forget.start(name, lambda: self._new_job(caller, t, u, c), running, started)
+
+    def _new_job(self, caller: Caller, t: str, u: str, c: str) -> dict[str, Any]:
+        token = secrets.token_hex(12)
+        return {
+            "kind": "forget_conversation",
+            "forget_id": f"fgc_{token}",
+            "receipt_id": f"rcpt_{token}",
+            "tenant_id": t,
+            "user_id": u,
+            "conversation_id": c,
+            "requested_by": caller.caller_id,
+            "started_at": self._jobs.now(),
+            "completed_at": None,
+            "status": "running",
+            "phase": PHASES[0],
+            "run": new_token(),
+            "deleted": {},
+            "late": 0,
+            "seq": 0,
+            "pending": None,
+            "kept": {},
+            "events_after": "",
+            "documents_after": "",
+            "pending_write": None,
+            "retracted": [],
+            "verification": None,
+        }
 
     def status(self, caller: Caller, t: str, u: str, c: str) -> dict[str, Any]:
         require_any(caller, t, ("forget", "admin"))

@@ -27,10 +27,10 @@ from memnet.domain.layout import idempotency_name
 from memnet.domain.timestamps import format_timestamp, parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
 from memnet.services.audit import new_change_id
+from memnet.services.records import dump, retrying
 
 Response = dict[str, Any]
 MAX_KEY_CHARS = 255
-_CLAIM_ATTEMPTS = 4
 
 
 def key_hash(caller_id: str, key: str) -> str:
@@ -72,15 +72,16 @@ class IdempotencyStore:
         ``committed(change_id)`` returns the response of a change that reached its
         document, or None; it settles pending records whose writer died."""
         name = idempotency_name(tenant_id, user_id, key_hash(caller_id, key))
-        for _ in range(_CLAIM_ATTEMPTS):
-            outcome = self._claim_or_inspect(name, fingerprint, committed)
-            if outcome is not None:
-                return outcome
-        raise Conflict(
-            "Idempotency key is contended; retry.",
-            code="IDEMPOTENCY_KEY_IN_PROGRESS",
-            retry_after=1,
-        )
+        try:  # a lost race: the record changed or vanished under us; look again
+            return retrying(
+                lambda: self._claim_or_inspect(name, fingerprint, committed), attempts=4
+            )
+        except PreconditionFailed:
+            raise Conflict(
+                "Idempotency key is contended; retry.",
+                code="IDEMPOTENCY_KEY_IN_PROGRESS",
+                retry_after=1,
+            ) from None
 
     @property
     def lease(self) -> timedelta:
@@ -90,7 +91,7 @@ class IdempotencyStore:
         """Store the response; if another request took the key over, leave its record."""
         record = {**ticket.record, "state": "complete", "response": response}
         with contextlib.suppress(PreconditionFailed, BlobNotFound):
-            self._blobs.write(ticket.name, _dump(record), Condition.match(ticket.etag))
+            self._blobs.write(ticket.name, dump(record), Condition.match(ticket.etag))
 
     def release(self, ticket: Ticket) -> None:
         """Forget the claim after a failed request (nothing was written)."""
@@ -99,7 +100,7 @@ class IdempotencyStore:
 
     def _claim_or_inspect(
         self, name: str, fingerprint: str, committed: Callable[[str], Response | None]
-    ) -> Ticket | Replay | None:
+    ) -> Ticket | Replay:
         record = self._new_record(fingerprint)
         try:
             return self._claim(name, record, Condition.create_only())
@@ -108,7 +109,7 @@ class IdempotencyStore:
         try:
             blob = self._blobs.read(name)
         except BlobNotFound:
-            return None
+            raise PreconditionFailed(name) from None
         found = json.loads(blob.data)
         if found.get("claim") == record["claim"]:  # our own create, its response was lost
             return Ticket(name, blob.etag, found["change_id"], found)
@@ -121,7 +122,7 @@ class IdempotencyStore:
         record: dict[str, Any],
         fingerprint: str,
         committed: Callable[[str], Response | None],
-    ) -> Ticket | Replay | None:
+    ) -> Ticket | Replay:
         if self._now() >= _time(record["expires_at"]):
             return self._take_over(name, etag, fingerprint)
         if record["fingerprint"] != fingerprint:
@@ -140,7 +141,7 @@ class IdempotencyStore:
         record: dict[str, Any],
         fingerprint: str,
         committed: Callable[[str], Response | None],
-    ) -> Ticket | Replay | None:
+    ) -> Ticket | Replay:
         response = committed(record["change_id"])
         if response is not None:
             self.complete(Ticket(name, etag, record["change_id"], record), response)
@@ -155,11 +156,11 @@ class IdempotencyStore:
             )
         return self._take_over(name, etag, fingerprint)
 
-    def _take_over(self, name: str, etag: str, fingerprint: str) -> Ticket | None:
+    def _take_over(self, name: str, etag: str, fingerprint: str) -> Ticket:
         try:
             return self._claim(name, self._new_record(fingerprint), Condition.match(etag))
-        except (PreconditionFailed, BlobNotFound):
-            return None
+        except BlobNotFound:
+            raise PreconditionFailed(name) from None
 
     def _new_record(self, fingerprint: str) -> dict[str, Any]:
         """A pending claim; ``claim`` is unique to this attempt, so an attempt that finds
@@ -175,15 +176,11 @@ class IdempotencyStore:
         }
 
     def _claim(self, name: str, record: dict[str, Any], condition: Condition) -> Ticket:
-        etag = self._blobs.write(name, _dump(record), condition)
+        etag = self._blobs.write(name, dump(record), condition)
         return Ticket(name, etag, record["change_id"], record)
 
     def _now(self) -> datetime:
         return self._clock.now()
-
-
-def _dump(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, separators=(",", ":")).encode()
 
 
 def _time(text: str) -> datetime:

@@ -32,7 +32,7 @@ seconds straddling a boundary, as any fixed-window quota does.
 Failures: storage being unavailable (:class:`~memnet.ports.StorageUnavailable`) while
 reserving admits the request unmetered and logs a
 warning with no ids. Quotas protect fair use, not data, and the request itself will
-meet the same storage. After ``_CAS_ATTEMPTS`` lost compare-and-swaps in a row (that
+meet the same storage. After 16 lost compare-and-swaps in a row (that
 many other reservations landed meanwhile) the request is refused with Retry-After 1.
 """
 
@@ -55,10 +55,10 @@ from memnet.ports import (
     PreconditionFailed,
     StorageUnavailable,
 )
+from memnet.services.records import retrying
 
 PREFIX = "_quotas/"
 MAX_BATCH = 50
-_CAS_ATTEMPTS = 16
 log = logging.getLogger("memnet.services.quotas")
 
 
@@ -226,16 +226,14 @@ class Quotas:
     def _reserve(self, bucket: _Bucket, tokens: _Tokens) -> _Outcome | None:
         """Refill ``tokens`` from the shared counter; an outcome only when storage failed
         or stayed contended."""
-        for _ in range(_CAS_ATTEMPTS):
-            try:
-                self._reserve_once(bucket, tokens)
-                return None
-            except PreconditionFailed:
-                continue
-            except StorageUnavailable as exc:
-                log.warning("quota counter unreachable, request admitted: %s", type(exc).__name__)
-                return _Outcome.UNMETERED
-        return _Outcome.CONTENDED
+        try:  # a hot bucket's counter is contended by every instance: a longer bound
+            retrying(lambda: self._reserve_once(bucket, tokens), attempts=16)
+        except PreconditionFailed:
+            return _Outcome.CONTENDED
+        except StorageUnavailable as exc:
+            log.warning("quota counter unreachable, request admitted: %s", type(exc).__name__)
+            return _Outcome.UNMETERED
+        return None
 
     def _reserve_once(self, bucket: _Bucket, tokens: _Tokens) -> None:
         counter, condition = self._read(bucket.name)
