@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from memnet.domain import upsert
@@ -54,6 +55,7 @@ from memnet.services.document_records import (
     target_checks,
 )
 from memnet.services.idempotency import IdempotencyStore, Replay, Response, Ticket
+from memnet.services.records import retrying
 from memnet.services.registry import ProfileRegistry
 from memnet.services.scopes import scoped_ref, scoped_write, visible_history
 from memnet.services.tombstones import Tombstones
@@ -233,16 +235,11 @@ class DocumentService:
         turn = self._turns[hash(cmd.ref.blob_name) % len(self._turns)]
         taken = turn.acquire(timeout=TURN_WAIT_SECONDS)
         try:
-            for attempt in range(1, REBASE_ATTEMPTS + 1):
-                try:
-                    return self._patch_once(caller, cmd, profile, binding, ticket)
-                except LostRace:
-                    if attempt == REBASE_ATTEMPTS:
-                        raise
+            once = partial(self._patch_once, caller, cmd, profile, binding, ticket)
+            return retrying(once, on=LostRace, attempts=REBASE_ATTEMPTS)
         finally:
             if taken:
                 turn.release()
-        raise AssertionError("unreachable")
 
     def preview(self, caller: Caller, cmd: WriteCommand) -> Response:
         """What :meth:`patch` would answer now, checked the same way but written nowhere

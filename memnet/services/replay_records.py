@@ -173,4 +173,3 @@ def resolve_entry(index: int, state: str, **extra: Any) -> Any:
             entry.update(state=state, next_retry_at=None, **extra)
 
     return update
-

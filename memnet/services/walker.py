@@ -17,7 +17,6 @@ A crash between visiting a page and saving the place repeats that page on the ne
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Callable
@@ -27,7 +26,8 @@ from typing import Any
 
 from memnet.domain.layout import sweep_state_name
 from memnet.domain.timestamps import format_millis, parse_timestamp
-from memnet.ports import BlobInfo, BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
+from memnet.ports import BlobInfo, BlobNotFound, BlobStore, Clock, PreconditionFailed
+from memnet.services.records import JsonRecords
 
 Visit = Callable[[list[BlobInfo]], None]
 LEASE_SLACK = timedelta(seconds=60)  # beyond max_seconds: one slow page may overrun
@@ -67,6 +67,7 @@ class Walker:
         page_size: int = 1000,
     ) -> None:
         self._blobs, self._clock, self._job = blobs, clock, job
+        self._records, self._name = JsonRecords(blobs), sweep_state_name(job)
         self._prefix, self._page_size = prefix, page_size
         self.owner = f"{job}-{secrets.token_hex(6)}"
 
@@ -86,8 +87,8 @@ class Walker:
 
     def state(self) -> dict[str, Any] | None:
         """The persisted state, if any (operators, tests)."""
-        found = self._read()
-        return found[0] if found else None
+        found = self._records.read(self._name)
+        return found.value if found else None
 
     def _walk(
         self, visit: Visit, max_seconds: float, state: dict[str, Any], etag: str
@@ -103,7 +104,7 @@ class Walker:
             if last:
                 state["lease_until"] = format_millis(self._clock.now())  # release
             try:
-                etag = self._save(state, Condition.match(etag))
+                etag = self._records.save(self._name, state, etag)
             except (PreconditionFailed, BlobNotFound):
                 report.yielded = True  # our lease lapsed and another instance took over
                 return report
@@ -147,34 +148,22 @@ class Walker:
         """Take the lease (ETag-conditional); None when another owner's lease is live or
         another instance claimed it first."""
         now = self._clock.now()
-        found = self._read()
+        found = self._records.read(self._name)
         fresh: dict[str, Any] = {"continuation": None, "passes_completed": 0}
-        state = found[0] if found else fresh
-        if found and _live_lease_of_other(found[0], self.owner, now):
+        state = found.value if found else fresh
+        if found and _live_lease_of_other(found.value, self.owner, now):
             return None
         state = {**state, "owner": self.owner}
         state["lease_until"] = format_millis(now + self._lease(max_seconds))
         if state.get("continuation") is None and not state.get("pass_started_at"):
             state["pass_started_at"] = format_millis(now)
-        condition = Condition.match(found[1]) if found else Condition.create_only()
         try:
-            return state, self._save(state, condition)
+            return state, self._records.save(self._name, state, found.etag if found else None)
         except (PreconditionFailed, BlobNotFound):
             return None
 
     def _lease(self, max_seconds: float) -> timedelta:
         return timedelta(seconds=max_seconds) + LEASE_SLACK
-
-    def _read(self) -> tuple[dict[str, Any], str] | None:
-        try:
-            blob = self._blobs.read(sweep_state_name(self._job))
-        except BlobNotFound:
-            return None
-        return json.loads(blob.data), blob.etag
-
-    def _save(self, state: dict[str, Any], condition: Condition) -> str:
-        data = json.dumps(state, sort_keys=True).encode()
-        return self._blobs.write(sweep_state_name(self._job), data, condition)
 
 
 def _live_lease_of_other(state: dict[str, Any], owner: str, now: datetime) -> bool:
