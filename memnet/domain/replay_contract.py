@@ -36,7 +36,7 @@ from memnet.domain.errors import BadRequest
 from memnet.domain.identifiers import SEGMENT
 from memnet.domain.patching import parse_ops
 from memnet.domain.policy import WriteIntent, plan_ops
-from memnet.domain.profiles import Profile
+from memnet.domain.profiles import Binding, Profile
 from memnet.domain.transcript import Transcript
 
 MAX_DIGESTS = 5
@@ -176,14 +176,7 @@ def _patch(index: int, item: Any, request: ExtractionRequest) -> Patch:
     if not isinstance(item, dict) or not set(item) <= PATCH_FIELDS:
         raise _Refused("MALFORMED", f"a patch is an object of {sorted(PATCH_FIELDS)}")
     profile = request.profile
-    binding = profile.binding(str(item.get("target_binding_id")))
-    if binding is None:
-        raise _Refused("UNKNOWN_BINDING", "target_binding_id names no binding of the profile")
-    path = item.get("target_path")
-    if not isinstance(path, str) or binding.match(binding.namespace, path) is None:
-        raise _Refused("PATH_MISMATCH", f"target_path is not a document of {binding.binding_id!r}")
-    if not any(t.binding_id == binding.binding_id and t.path == path for t in request.targets):
-        raise _Refused("NOT_A_TARGET", "the patch targets a document the extractor was not shown")
+    binding, path = _target(item, request)
     confidence = item.get("confidence")
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
         raise _Refused("INVALID_CONFIDENCE", "confidence must be a number from 0 to 1")
@@ -215,6 +208,19 @@ def _patch(index: int, item: Any, request: ExtractionRequest) -> Patch:
         float(confidence),
         message_ids,
     )
+
+
+def _target(item: dict[str, Any], request: ExtractionRequest) -> tuple[Binding, str]:
+    """The binding and path a patch targets: a document the extractor was shown."""
+    binding = request.profile.binding(str(item.get("target_binding_id")))
+    if binding is None:
+        raise _Refused("UNKNOWN_BINDING", "target_binding_id names no binding of the profile")
+    path = item.get("target_path")
+    if not isinstance(path, str) or binding.match(binding.namespace, path) is None:
+        raise _Refused("PATH_MISMATCH", f"target_path is not a document of {binding.binding_id!r}")
+    if not any(t.binding_id == binding.binding_id and t.path == path for t in request.targets):
+        raise _Refused("NOT_A_TARGET", "the patch targets a document the extractor was not shown")
+    return binding, path
 
 
 def _evidence(raw: Any, request: ExtractionRequest) -> tuple[str, ...]:

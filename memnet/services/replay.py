@@ -250,24 +250,10 @@ class ReplayService:
 
     def _plan(self, ref: SnapshotRef) -> Record:
         try:
-            request = self.extraction_request(ref)
-        except BlobNotFound:
-            return self._fail(ref, "SNAPSHOT_NOT_FOUND", "the snapshot blob does not exist")
-        except SealedBlobError as error:
-            if error.transient:
-                raise
-            return self._fail(ref, error.code, str(error))
+            request = self._request(ref)
+            raw = self._extract(request)
         except ReplayFailed as failed:
             return self._fail(ref, failed.code, failed.message)
-        except (BadRequest, ValueError) as error:  # sealed fine, but not a transcript
-            message = error.message if isinstance(error, BadRequest) else "not JSON"
-            return self._fail(ref, "SNAPSHOT_INVALID", message)
-        try:
-            raw = self._extractor.extract(request)
-        except ExtractorError as error:
-            if error.transient:
-                raise
-            return self._fail(ref, "EXTRACTOR_FAILED", str(error))
         plan = self.checked(raw, request)
         rejected = [r.as_json() for r in plan.rejected]
         if any(r.part == "output" for r in plan.rejected):
@@ -281,6 +267,29 @@ class ReplayService:
                 record["profile_id"] = request.profile.profile_id
 
         return self._records.update(ref, store)
+
+    def _request(self, ref: SnapshotRef) -> ExtractionRequest:
+        """:meth:`extraction_request`, a permanent failure to build it raised as
+        :class:`ReplayFailed` (a transient one as it is: the message is delivered again)."""
+        try:
+            return self.extraction_request(ref)
+        except BlobNotFound:
+            raise ReplayFailed("SNAPSHOT_NOT_FOUND", "the snapshot blob does not exist") from None
+        except SealedBlobError as error:
+            if error.transient:
+                raise
+            raise ReplayFailed(error.code, str(error)) from error
+        except (BadRequest, ValueError) as error:  # sealed fine, but not a transcript
+            message = error.message if isinstance(error, BadRequest) else "not JSON"
+            raise ReplayFailed("SNAPSHOT_INVALID", message) from error
+
+    def _extract(self, request: ExtractionRequest) -> Any:
+        try:
+            return self._extractor.extract(request)
+        except ExtractorError as error:
+            if error.transient:
+                raise
+            raise ReplayFailed("EXTRACTOR_FAILED", str(error)) from error
 
     def _profile(self, transcript: Transcript) -> Profile | None:
         if transcript.profile_id is not None:
