@@ -76,8 +76,8 @@ def _replay(ref: SnapshotRef, args: argparse.Namespace) -> int:
     services = bootstrap.build(settings)
     if not args.dry_run:
         record = services.replay.run(ref)
-        print(json.dumps(record, indent=2, ensure_ascii=False))
-        return 0 if record["status"] != "failed" else 1
+        print(json.dumps(record.as_json(), indent=2, ensure_ascii=False))
+        return 0 if record.status != "failed" else 1
     extractor = services.replay.extractor
     if args.extractor is not None:
         chosen = dataclasses.replace(settings, extractor=args.extractor)

@@ -20,6 +20,7 @@ from memnet.domain import pointers
 from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
 from memnet.domain.layout import SnapshotRef
+from memnet.services.replay_records import ReplayRecord
 
 RECORD_FIELDS = (
     "replay_id",
@@ -60,19 +61,19 @@ def status_url(ref: SnapshotRef) -> str:
     )
 
 
-def view(record: dict[str, Any], ref: SnapshotRef, full: bool = True) -> dict[str, Any]:
+def view(record: ReplayRecord, ref: SnapshotRef, full: bool = True) -> dict[str, Any]:
     """The replay status as the API shows it: the record without its internal plan, the
     patches it planned (spec 9.3 records) under ``patches``, and its URL. Not ``full``
     (an uploader without the ``read`` role): its id, status and URL only."""
     if not full:
         return {
-            "replay_id": record["replay_id"],
-            "status": record["status"],
+            "replay_id": record.replay_id,
+            "status": record.status,
             "status_url": status_url(ref),
         }
-    body = {name: record.get(name) for name in RECORD_FIELDS}
-    output = record.get("output") or {}
-    body["patches"] = output.get("patches", [])
+    stored = record.as_json()
+    body = {name: stored[name] for name in RECORD_FIELDS}
+    body["patches"] = (record.output or {}).get("patches", [])
     body["status_url"] = status_url(ref)
     return body
 
@@ -143,8 +144,5 @@ def list_unresolved(request: ApiRequest, request_id: str) -> ApiResponse:
     tenant_id, user_id = parsing.path_id(request, "tenant_id"), parsing.path_id(request, "user_id")
     limit = parsing.bounded_int(request.query, "limit", 100, 1000)
     found = services.replay.review.unresolved(caller, tenant_id, user_id, limit)
-    replays = [
-        view(r, SnapshotRef(tenant_id, user_id, r["conversation_id"], r["snapshot_id"]))
-        for r in found
-    ]
+    replays = [view(r, r.ref) for r in found]
     return ApiResponse.json(200, {"replays": replays, "count": len(replays)})

@@ -31,7 +31,8 @@ import json
 import logging
 import math
 import secrets
-from dataclasses import asdict
+from dataclasses import asdict, replace
+from functools import partial
 from typing import Any
 
 from memnet.domain.callers import Caller
@@ -64,12 +65,11 @@ from memnet.services.events import EventService
 from memnet.services.registry import ProfileRegistry
 from memnet.services.replay_records import (
     TERMINAL,
-    Record,
+    ReplayRecord,
     ReplayRecords,
     add_change,
     add_rejection,
     claim,
-    settled,
 )
 from memnet.services.replay_review import ReplayReview
 from memnet.services.replay_writes import REPLAY_CALLER, command, fingerprint, replay_caller
@@ -128,7 +128,7 @@ class ReplayService:
 
     # -- messages ------------------------------------------------------------------
 
-    def handle_message(self, body: str) -> Record | None:
+    def handle_message(self, body: str) -> ReplayRecord | None:
         """One replay-queue message: ``{"kind": "replay" | "retry", tenant_id, user_id,
         conversation_id, snapshot_id[, patch_index, attempt]}``. A malformed message
         raises (after the last attempt it lands in the poison queue)."""
@@ -145,15 +145,15 @@ class ReplayService:
             # data under the user's prefix behind a forget or a sweep.
             log.info("replay message for a snapshot that is gone: %s", ref.replay_id)
             return None
-        if stored is not None and stored["status"] not in TERMINAL:
-            age = self._clock.now() - parse_timestamp(stored["created_at"])
+        if stored is not None and stored.status not in TERMINAL:
+            age = self._clock.now() - parse_timestamp(stored.created_at)
             telemetry.replay_taken(age.total_seconds())
         record = self.run(ref)
-        if record.get("finished") and not (stored and stored["status"] in TERMINAL):
-            telemetry.replay_finished(record["status"])
+        if record.finished and not (stored and stored.status in TERMINAL):
+            telemetry.replay_finished(record.status)
         return record
 
-    def gave_up(self, body: str) -> Record | None:
+    def gave_up(self, body: str) -> ReplayRecord | None:
         """A message the queue moved to poison after its last delivery failed: the
         replay it names is recorded as ``failed`` (``REPLAY_GAVE_UP``), so its status
         does not say ``running`` for ever; an admin may re-drive it. A retry message
@@ -174,53 +174,51 @@ class ReplayService:
         if message.get("kind") == "retry":
             return self.review.give_up(ref, int(message.get("patch_index", -1)))
 
-        def give_up(record: Record) -> None:
-            if not record.get("finished"):
-                reason = "its queue message failed every delivery; see the worker's log"
-                record["error"] = {"code": "REPLAY_GAVE_UP", "message": reason}
-                record["finished"] = True
+        def give_up(record: ReplayRecord) -> ReplayRecord:
+            if record.finished:
+                return record
+            reason = "its queue message failed every delivery; see the worker's log"
+            error = {"code": "REPLAY_GAVE_UP", "message": reason}
+            return replace(record, error=error, finished=True)
 
         return self._records.update(ref, give_up)
 
-    def redrive(self, caller: Caller, ref: SnapshotRef) -> Record:
+    def redrive(self, caller: Caller, ref: SnapshotRef) -> ReplayRecord:
         """Admin: queue a ``failed`` replay again (after fixing a key, a profile or an
         extractor). A stored plan is kept, so what was written is not written again."""
         caller.require(ref.tenant_id, "admin")
         record = self._records.load(ref)
-        if record is not None and record.get("profile_id"):
-            caller.require_profile(record["profile_id"])
+        if record is not None and record.profile_id:
+            caller.require_profile(record.profile_id)
         self._snapshots.check_clearance(caller, record)
-        if record is None or record["status"] != "failed":
+        if record is None or record.status != "failed":
             raise Conflict("Only a failed replay can be re-driven.", code="REPLAY_NOT_FAILED")
-
-        def again(record: Record) -> None:
-            record.update(error=None, finished=False, status="queued", enqueued=False)
-
+        again = partial(replace, error=None, finished=False, status="queued", enqueued=False)
         self._records.update(ref, again)
         return self._snapshots.start(ref, "redrive")
 
     # -- one run -------------------------------------------------------------------
 
-    def run(self, ref: SnapshotRef) -> Record:
+    def run(self, ref: SnapshotRef) -> ReplayRecord:
         self._snapshots.check_tombstone(ref)  # a forget runs: nothing may be written
         record = self._records.load(ref)
         if record is None:  # a message with no record (written by hand, or a lost one)
             self._records.create(ref, source="queue")
-        elif record["status"] in TERMINAL:
+        elif record.status in TERMINAL:
             return record
         record = self._records.update(ref, claim)
-        if record["output"] is None:
+        if record.output is None:
             record = self._plan(ref)
-        if record["output"] is None:  # failed: another worker's plan would have won
+        if record.output is None:  # failed: another worker's plan would have won
             return record
-        output = record["output"]
-        caller = replay_caller(ref, record["profile_id"], record.get("clearance"))
+        output = record.output
+        caller = replay_caller(ref, record.profile_id, record.clearance)
         for index, digest in enumerate(output["digests"]):
             self._write_digest(ref, caller, record, index, digest)
         for patch in output["patches"]:
-            if not settled(record, patch["patch_index"]):
+            if not record.settled(patch["patch_index"]):
                 record = self._apply(ref, caller, record, patch)
-        return self._records.update(ref, lambda r: r.update(finished=True))
+        return self._records.update(ref, partial(replace, finished=True))
 
     def extraction_request(self, ref: SnapshotRef) -> ExtractionRequest:
         """What the extractor is given: the transcript, its profile, and the current
@@ -232,11 +230,9 @@ class ReplayService:
         if profile is None:
             raise ReplayFailed("PROFILE_REQUIRED", "the snapshot names no usable profile")
         record = self._records.load(ref)
-        clearance = None if record is None else record.get("clearance")
+        clearance = None if record is None else record.clearance
         if profile.guard is not None:
-            uploaded = (
-                self._clock.now() if record is None else parse_timestamp(record["created_at"])
-            )
+            uploaded = self._clock.now() if record is None else parse_timestamp(record.created_at)
             transcript = clamp_transcript(transcript, uploaded, profile.guard.max_skew)
         caller = replay_caller(ref, profile.profile_id, clearance)
         targets = self._targets(ref, caller, profile, transcript)
@@ -248,7 +244,7 @@ class ReplayService:
         contract, then the profile's poisoning guard."""
         return review(check_output(raw, request), request, self._similar)
 
-    def _plan(self, ref: SnapshotRef) -> Record:
+    def _plan(self, ref: SnapshotRef) -> ReplayRecord:
         try:
             request = self._request(ref)
             raw = self._extract(request)
@@ -261,10 +257,17 @@ class ReplayService:
         output = _stored_plan(ref, request, plan)
         extractor = {"name": self._extractor.name, "version": self._extractor.version}
 
-        def store(record: Record) -> None:
-            if record["output"] is None:  # a concurrent worker may have planned first
-                record.update(output=output, rejected=rejected, extractor=extractor)
-                record["profile_id"] = request.profile.profile_id
+        def store(record: ReplayRecord) -> ReplayRecord:
+            if record.output is not None:  # a concurrent worker may have planned first
+                return record
+            profile_id = request.profile.profile_id
+            return replace(
+                record,
+                output=output,
+                rejected=tuple(rejected),
+                extractor=extractor,
+                profile_id=profile_id,
+            )
 
         return self._records.update(ref, store)
 
@@ -336,26 +339,33 @@ class ReplayService:
             )
         return tuple(found)
 
-    def _fail(self, ref: SnapshotRef, code: str, message: str, rejected: Any = None) -> Record:
+    def _fail(
+        self, ref: SnapshotRef, code: str, message: str, rejected: Any = None
+    ) -> ReplayRecord:
         log.warning("replay %s failed: %s", ref.replay_id, code)
 
-        def fail(record: Record) -> None:
-            if record["output"] is not None:
-                return  # another worker planned (and may have written): its plan stands
-            record["error"] = {"code": code, "message": message[:500]}
-            if rejected is not None:
-                record["rejected"] = rejected
-            record["finished"] = True
+        def fail(record: ReplayRecord) -> ReplayRecord:
+            if record.output is not None:
+                return record  # another worker planned (and may have written): its plan stands
+            error = {"code": code, "message": message[:500]}
+            kept = record.rejected if rejected is None else tuple(rejected)
+            return replace(record, error=error, rejected=kept, finished=True)
 
         return self._records.update(ref, fail)
 
     # -- writes ----------------------------------------------------------------------
 
     def _write_digest(
-        self, ref: SnapshotRef, caller: Caller, record: Record, index: int, digest: dict[str, Any]
+        self,
+        ref: SnapshotRef,
+        caller: Caller,
+        record: ReplayRecord,
+        index: int,
+        digest: dict[str, Any],
     ) -> None:
-        event_id = f"{record['output']['event_prefix']}_{index}"
-        if event_id in record["events"]:
+        assert record.output is not None
+        event_id = f"{record.output['event_prefix']}_{index}"
+        if event_id in record.events:
             return
         key = f"replay-{ref.replay_id}-digest-{index}"
         try:
@@ -367,17 +377,17 @@ class ReplayService:
             self._records.update(ref, add_rejection("digest", index, error))
             return
         self._records.update(
-            ref, lambda r: None if event_id in r["events"] else r["events"].append(event_id)
+            ref, lambda r: r if event_id in r.events else replace(r, events=(*r.events, event_id))
         )
 
     def _digest_body(
-        self, ref: SnapshotRef, caller: Caller, record: Record, event_id: str, digest: Any
+        self, ref: SnapshotRef, caller: Caller, record: ReplayRecord, event_id: str, digest: Any
     ) -> dict[str, Any]:
         """The event of one digest, of the replay's class: its uploader's clearance in its
         profile (:func:`~memnet.services.event_classes.replay_class`; a profile gone
         since the plan: 404, the digest rejected)."""
-        output = record["output"]
-        profile = self._registry.for_caller(caller, record["profile_id"])
+        output = record.output or {}
+        profile = self._registry.for_caller(caller, record.profile_id)
         return {
             "event_id": event_id,
             "service_id": output["service_id"],
@@ -388,12 +398,12 @@ class ReplayService:
             "project_ids": list(digest["project_ids"]),
             "snapshot_uri": ref.uri,
             "evidence": {"message_ids": list(digest["message_ids"])},
-            "sensitivity": replay_class(profile, record.get("clearance")),
+            "sensitivity": replay_class(profile, record.clearance),
         }
 
     def _apply(
-        self, ref: SnapshotRef, caller: Caller, record: Record, patch: dict[str, Any]
-    ) -> Record:
+        self, ref: SnapshotRef, caller: Caller, record: ReplayRecord, patch: dict[str, Any]
+    ) -> ReplayRecord:
         index = patch["patch_index"]
         try:
             response = self._documents.patch(
@@ -425,7 +435,7 @@ def _similarity(embedder: Embedder) -> Similar:
     return similar
 
 
-def _stored_plan(ref: SnapshotRef, request: ExtractionRequest, plan: ReplayPlan) -> Record:
+def _stored_plan(ref: SnapshotRef, request: ExtractionRequest, plan: ReplayPlan) -> dict[str, Any]:
     """What the record keeps of an accepted plan: the digests, the spec 9.3 patch records
     (based on the versions the extractor was shown) and what the events need."""
     etags = {(t.binding_id, t.path): t.etag for t in request.targets}

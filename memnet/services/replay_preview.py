@@ -4,6 +4,7 @@ replay wrote before. Nothing is written: no record, no event, no document, no au
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from memnet.domain.envelope import canonical
@@ -12,7 +13,8 @@ from memnet.domain.layout import SnapshotRef
 from memnet.domain.replay_contract import patch_record
 from memnet.ports import Extractor
 from memnet.services.replay import ReplayService
-from memnet.services.replay_writes import command, replay_caller
+from memnet.services.replay_records import ReplayRecord
+from memnet.services.replay_writes import Planned, command, replay_caller
 
 
 def preview(replay: ReplayService, ref: SnapshotRef, extractor: Extractor) -> dict[str, Any]:
@@ -20,12 +22,9 @@ def preview(replay: ReplayService, ref: SnapshotRef, extractor: Extractor) -> di
     plan = replay.checked(extractor.extract(request), request)
     etags = {(t.binding_id, t.path): t.etag for t in request.targets}
     profile_id = request.profile.profile_id
-    about = {
-        "profile_id": profile_id,
-        "extractor": {"name": extractor.name, "version": extractor.version},
-    }
+    about = Planned(profile_id, {"name": extractor.name, "version": extractor.version})
     previous = replay.records.load(ref)
-    clearance = None if previous is None else previous.get("clearance")
+    clearance = None if previous is None else previous.clearance
     caller = replay_caller(ref, profile_id, clearance)  # as extraction_request's views
     patches = []
     for patch in plan.patches:
@@ -36,7 +35,7 @@ def preview(replay: ReplayService, ref: SnapshotRef, extractor: Extractor) -> di
     digests = [d.digest for d in plan.digests]
     return {
         "snapshot": ref.as_json(),
-        **about,
+        **asdict(about),
         "digests": digests,
         "patches": patches,
         "rejected": [r.as_json() for r in plan.rejected],
@@ -49,7 +48,7 @@ def _outcome(
     replay: ReplayService,
     caller: Any,
     ref: SnapshotRef,
-    about: dict[str, Any],
+    about: Planned,
     record: dict[str, Any],
 ) -> dict[str, Any]:
     try:
@@ -68,21 +67,21 @@ def _outcome(
     return {"outcome": "rebased" if "rebased_from" in body else "applied"}
 
 
-def _previous(record: dict[str, Any]) -> dict[str, Any]:
+def _previous(record: ReplayRecord) -> dict[str, Any]:
     return {
-        "status": record.get("status"),
-        "extractor": record.get("extractor"),
-        "events": record.get("events", []),
-        "changes": record.get("changes", []),
+        "status": record.status,
+        "extractor": record.extractor,
+        "events": list(record.events),
+        "changes": list(record.changes),
     }
 
 
 def _diff(
-    previous: dict[str, Any] | None, digests: list[str], patches: list[dict[str, Any]]
+    previous: ReplayRecord | None, digests: list[str], patches: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """What the new plan adds and drops against the stored one (patches compared by
     target and ops, digests by text)."""
-    output = (previous or {}).get("output") or {}
+    output = (previous.output if previous else None) or {}
     old_digests = [d["digest"] for d in output.get("digests", [])]
     old = {_key(p): p for p in output.get("patches", [])}
     new = {_key(p): p for p in patches}

@@ -10,6 +10,7 @@ re-applying one after a lost race is safe.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from memnet.domain.errors import MemnetError
@@ -19,100 +20,179 @@ from memnet.ports import BlobNotFound, BlobStore, Clock
 from memnet.services.records import JsonRecords
 
 TERMINAL = frozenset({"applied", "partially_applied", "unresolved", "failed"})
-Record = dict[str, Any]
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Parked:
+    """A patch that still conflicted after its rebase (spec 13 step 6). Its states:
+    ``retrying`` (a delayed retry is queued) → ``review`` (the retries ran out, or their
+    message failed every delivery) → ``discarded`` by an admin, or ``rejected`` when the
+    write path refused it outright; applied, it leaves the list."""
+
+    patch_index: int
+    state: str
+    attempts: int = 0
+    reason: str | None = None
+    conflict: Any = None
+    latest_etag: str | None = None
+    next_retry_at: str | None = None
+    discarded_by: str | None = None  # set when discarded
+    error: str | None = None  # the refusal's code, when rejected
+
+    def waiting(self) -> bool:
+        return self.state in ("retrying", "review")
+
+    def as_json(self) -> Json:
+        found = asdict(self)
+        return {k: v for k, v in found.items() if v is not None or k not in _PARKED_EXTRAS}
+
+
+_PARKED_EXTRAS = frozenset({"discarded_by", "error"})
+
+
+@dataclass(frozen=True)
+class ReplayRecord:
+    """One snapshot's replay (spec 13): its status, the plan it applies (``output``:
+    the accepted digests and spec 9.3 patch records) and what it wrote. Stored as JSON
+    by :class:`ReplayRecords`; :meth:`as_json` is that stored (and shown) form."""
+
+    replay_id: str
+    tenant_id: str
+    user_id: str
+    conversation_id: str
+    snapshot_id: str
+    snapshot_uri: str
+    created_at: str
+    updated_at: str
+    status: str = "queued"
+    attempts: int = 0
+    source: str | None = None
+    uploaded_by: str | None = None
+    clearance: str | None = None
+    extractor: Json | None = None
+    profile_id: str | None = None
+    events: tuple[str, ...] = ()
+    changes: tuple[Json, ...] = ()
+    rejected: tuple[Json, ...] = ()
+    unresolved: tuple[Parked, ...] = ()
+    error: Json | None = None
+    output: Json | None = None
+    enqueued: bool = False
+    finished: bool = False
+
+    @classmethod
+    def from_json(cls, stored: Json) -> ReplayRecord:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in stored.items() if k in known}
+        for name in ("events", "changes", "rejected"):
+            values[name] = tuple(stored.get(name) or ())
+        values["unresolved"] = tuple(Parked(**u) for u in stored.get("unresolved") or ())
+        return cls(**values)
+
+    def as_json(self) -> Json:
+        found = asdict(self)
+        found.update(
+            events=list(self.events),
+            changes=list(self.changes),
+            rejected=list(self.rejected),
+            unresolved=[u.as_json() for u in self.unresolved],
+        )
+        return found
+
+    @property
+    def ref(self) -> SnapshotRef:
+        return SnapshotRef(self.tenant_id, self.user_id, self.conversation_id, self.snapshot_id)
+
+    def parked(self, index: int) -> Parked | None:
+        return next((u for u in self.unresolved if u.patch_index == index), None)
+
+    def planned_patch(self, index: int) -> Json:
+        """The stored patch record with ``patch_index`` (the plan keeps only accepted
+        patches, so a patch's position in it is not its index)."""
+        assert self.output is not None
+        return next(p for p in self.output["patches"] if p["patch_index"] == index)
+
+    def settled(self, index: int) -> bool:
+        return (
+            any(c["patch_index"] == index for c in self.changes)
+            or self.parked(index) is not None
+            or any(r["part"] == "patch" and r["index"] == index for r in self.rejected)
+        )
+
+    def derived_status(self) -> str:
+        """The status the record's contents say (the ``running`` and ``queued`` states
+        are set by the worker; a finished record's status follows from what it holds)."""
+        if self.error is not None:
+            return "failed"
+        if not self.finished:
+            return self.status
+        if any(u.waiting() for u in self.unresolved):
+            return "unresolved"
+        if self.rejected or any(u.state == "discarded" for u in self.unresolved):
+            return "partially_applied"
+        return "applied"
+
+
+Change = Callable[[ReplayRecord], ReplayRecord]
 
 
 class ReplayRecords:
     def __init__(self, blobs: BlobStore, clock: Clock) -> None:
         self._records, self._clock = JsonRecords(blobs), clock
 
-    def load(self, ref: SnapshotRef) -> Record | None:
+    def load(self, ref: SnapshotRef) -> ReplayRecord | None:
         found = self._records.read(ref.replay_name)
-        return None if found is None else found.value
+        return None if found is None else ReplayRecord.from_json(found.value)
 
-    def create(self, ref: SnapshotRef, **fields: Any) -> bool:
+    def create(self, ref: SnapshotRef, **given: Any) -> bool:
         """Create the record in state ``queued``; False if it exists already."""
         now = self.now()
-        record: Record = {
-            "replay_id": ref.replay_id,
-            **ref.as_json(),
-            "snapshot_uri": ref.uri,
-            "status": "queued",
-            "attempts": 0,
-            "extractor": None,
-            "profile_id": None,
-            "created_at": now,
-            "updated_at": now,
-            "events": [],
-            "changes": [],
-            "rejected": [],
-            "unresolved": [],
-            "error": None,
-            "output": None,
-            **fields,
-        }
-        return self._records.create(ref.replay_name, record) is not None
+        record = ReplayRecord(
+            replay_id=ref.replay_id,
+            tenant_id=ref.tenant_id,
+            user_id=ref.user_id,
+            conversation_id=ref.conversation_id,
+            snapshot_id=ref.snapshot_id,
+            snapshot_uri=ref.uri,
+            created_at=now,
+            updated_at=now,
+            **given,
+        )
+        return self._records.create(ref.replay_name, record.as_json()) is not None
 
-    def update(self, ref: SnapshotRef, mutate: Callable[[Record], None]) -> Record:
-        """Apply ``mutate`` to the latest record and write it under its ETag, again on
-        a lost race (``mutate`` must be idempotent); :class:`BlobNotFound` if none."""
+    def update(self, ref: SnapshotRef, change: Change) -> ReplayRecord:
+        """Apply ``change`` to the latest record and write it under its ETag, again on
+        a lost race (``change`` must be idempotent); :class:`BlobNotFound` if none."""
 
-        def change(record: Record | None) -> Record:
-            if record is None:
+        def changed(stored: Json | None) -> Json:
+            if stored is None:
                 raise BlobNotFound(ref.replay_name)
-            mutate(record)
-            return {**record, "status": status_of(record), "updated_at": self.now()}
+            record = change(ReplayRecord.from_json(stored))
+            status = record.derived_status()
+            return replace(record, status=status, updated_at=self.now()).as_json()
 
         # Many event writers of one replay update its record at once: a longer bound.
-        updated = self._records.update(ref.replay_name, change, attempts=20)
+        updated = self._records.update(ref.replay_name, changed, attempts=20)
         assert updated is not None
-        return updated
+        return ReplayRecord.from_json(updated)
 
-    def list(self, tenant_id: str, user_id: str) -> Iterator[Record]:
-        return self._records.list(f"{user_prefix(tenant_id, user_id)}replays/")
+    def list(self, tenant_id: str, user_id: str) -> Iterator[ReplayRecord]:
+        for stored in self._records.list(f"{user_prefix(tenant_id, user_id)}replays/"):
+            yield ReplayRecord.from_json(stored)
 
     def now(self) -> str:
         return format_millis(self._clock.now())
 
 
-def status_of(record: Record) -> str:
-    """The status the record's contents say (the ``running`` and ``queued`` states are
-    set by the worker; a finished record's status follows from what it holds)."""
-    if record.get("error") is not None:
-        return "failed"
-    if not record.get("finished"):
-        return str(record.get("status", "queued"))
-    if any(u.get("state") in ("retrying", "review") for u in record.get("unresolved", [])):
-        return "unresolved"
-    discarded = any(u.get("state") == "discarded" for u in record.get("unresolved", []))
-    if record.get("rejected") or discarded:
-        return "partially_applied"
-    return "applied"
+# -- changes (idempotent: applying one twice changes nothing more) --------------------------
 
 
-# -- mutations (idempotent: applying one twice changes nothing more) ------------------------
+def claim(record: ReplayRecord) -> ReplayRecord:
+    return replace(record, status="running", attempts=record.attempts + 1)
 
 
-def claim(record: Record) -> None:
-    record["status"] = "running"
-    record["attempts"] = record.get("attempts", 0) + 1
-
-
-def settled(record: Record, index: int) -> bool:
-    return (
-        any(c["patch_index"] == index for c in record["changes"])
-        or any(u["patch_index"] == index for u in record["unresolved"])
-        or any(r["part"] == "patch" and r["index"] == index for r in record["rejected"])
-    )
-
-
-def unresolved_entry(record: Record | None, index: int) -> dict[str, Any] | None:
-    if record is None:
-        return None
-    return next((u for u in record["unresolved"] if u["patch_index"] == index), None)
-
-
-def add_change(patch: dict[str, Any], body: dict[str, Any], **extra: Any) -> Any:
+def add_change(patch: Json, body: Json, **extra: Any) -> Change:
     index = patch["patch_index"]
     change = {
         "patch_index": index,
@@ -127,16 +207,16 @@ def add_change(patch: dict[str, Any], body: dict[str, Any], **extra: Any) -> Any
         **extra,
     }
 
-    def add(record: Record) -> None:
-        if any(c["patch_index"] == index for c in record["changes"]):
-            return
-        record["changes"].append(change)
-        record["unresolved"] = [u for u in record["unresolved"] if u["patch_index"] != index]
+    def add(record: ReplayRecord) -> ReplayRecord:
+        if any(c["patch_index"] == index for c in record.changes):
+            return record
+        unresolved = tuple(u for u in record.unresolved if u.patch_index != index)
+        return replace(record, changes=(*record.changes, change), unresolved=unresolved)
 
     return add
 
 
-def add_rejection(part: str, index: int, error: MemnetError) -> Any:
+def add_rejection(part: str, index: int, error: MemnetError) -> Change:
     entry = {
         "part": part,
         "index": index,
@@ -145,31 +225,35 @@ def add_rejection(part: str, index: int, error: MemnetError) -> Any:
         "details": error.details,
     }
 
-    def add(record: Record) -> None:
-        if not any(r["part"] == part and r["index"] == index for r in record["rejected"]):
-            record["rejected"].append(entry)
+    def add(record: ReplayRecord) -> ReplayRecord:
+        if any(r["part"] == part and r["index"] == index for r in record.rejected):
+            return record
+        return replace(record, rejected=(*record.rejected, entry))
 
     return add
 
 
-def reject_parked(index: int, error: MemnetError) -> Any:
+def reject_parked(index: int, error: MemnetError) -> Change:
     """A parked patch the write path now refuses (not a conflict): it leaves the parked
     list as ``rejected`` and is recorded among the rejections, so the replay reads
     ``partially_applied``, never ``applied``."""
+    resolve = change_parked(index, lambda u: replace(u, state="rejected", error=error.code))
     rejection = add_rejection("patch", index, error)
-    resolve = resolve_entry(index, "rejected", error=error.code)
-
-    def update(record: Record) -> None:
-        resolve(record)
-        rejection(record)
-
-    return update
+    return lambda record: rejection(resolve(record))
 
 
-def resolve_entry(index: int, state: str, **extra: Any) -> Any:
-    def update(record: Record) -> None:
-        entry = unresolved_entry(record, index)
-        if entry is not None:
-            entry.update(state=state, next_retry_at=None, **extra)
+def change_parked(index: int, change: Callable[[Parked], Parked | None]) -> Change:
+    """``change`` applied to the parked patch ``index`` (if there is one; None from it
+    leaves the patch as it is)."""
+
+    def update(record: ReplayRecord) -> ReplayRecord:
+        unresolved = tuple(
+            (change(u) or u) if u.patch_index == index else u for u in record.unresolved
+        )
+        return replace(record, unresolved=unresolved)
 
     return update
+
+
+def resolve_parked(index: int, state: str, **extra: Any) -> Change:
+    return change_parked(index, lambda u: replace(u, state=state, next_retry_at=None, **extra))

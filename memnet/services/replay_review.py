@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 from memnet.domain.callers import Caller
 from memnet.domain.errors import EtagMismatch, Forbidden, MemnetError, NotFound
@@ -20,12 +20,13 @@ from memnet.domain.timestamps import format_millis
 from memnet.ports import Clock, MessageQueue
 from memnet.services.documents import DocumentService
 from memnet.services.replay_records import (
-    Record,
+    Parked,
+    ReplayRecord,
     ReplayRecords,
     add_change,
+    change_parked,
     reject_parked,
-    resolve_entry,
-    unresolved_entry,
+    resolve_parked,
 )
 from memnet.services.replay_writes import REPLAY_QUEUE, command, replay_caller
 
@@ -37,12 +38,6 @@ class RetryTooEarly(Exception):
     queue delivers it again)."""
 
 
-def planned_patch(record: Record, index: int) -> dict[str, Any]:
-    """The stored patch record with ``patch_index`` (the plan keeps only accepted
-    patches, so a patch's position in it is not its index)."""
-    return next(p for p in record["output"]["patches"] if p["patch_index"] == index)
-
-
 class ReplayReview:
     def __init__(
         self,
@@ -52,33 +47,35 @@ class ReplayReview:
         clock: Clock,
         retry_base_seconds: int,
         retry_limit: int,
-        check_clearance: Callable[[Caller, Record | None], None] = lambda caller, record: None,
+        check_clearance: Callable[[Caller, ReplayRecord | None], None] = lambda caller, record: (
+            None
+        ),
     ) -> None:
         self._records, self._documents, self._queue, self._clock = records, documents, queue, clock
         self._retry_base, self._retry_limit = retry_base_seconds, retry_limit
         self._check_clearance = check_clearance  # a replay's plan shows what it could see
 
-    def park(self, ref: SnapshotRef, index: int, error: EtagMismatch) -> Record:
+    def park(self, ref: SnapshotRef, index: int, error: EtagMismatch) -> ReplayRecord:
         """Queue the first retry, then record the patch as unresolved (in this order: a
         crash between them re-parks on redelivery; a duplicate retry is ignored)."""
         self._send_retry(ref, index, 1)
-        entry = {
-            "patch_index": index,
-            "state": "retrying",
-            "attempts": 0,
-            "reason": error.message,
-            "conflict": error.details.get("rebase"),
-            "latest_etag": error.details.get("latest_etag"),
-            "next_retry_at": self._at(self._delay(1)),
-        }
+        entry = Parked(
+            patch_index=index,
+            state="retrying",
+            reason=error.message,
+            conflict=error.details.get("rebase"),
+            latest_etag=error.details.get("latest_etag"),
+            next_retry_at=self._at(self._delay(1)),
+        )
 
-        def park(record: Record) -> None:
-            if not any(u["patch_index"] == index for u in record["unresolved"]):
-                record["unresolved"].append(entry)
+        def park(record: ReplayRecord) -> ReplayRecord:
+            if record.parked(index) is not None:
+                return record
+            return replace(record, unresolved=(*record.unresolved, entry))
 
         return self._records.update(ref, park)
 
-    def retry(self, ref: SnapshotRef, index: int, attempt: int) -> Record | None:
+    def retry(self, ref: SnapshotRef, index: int, attempt: int) -> ReplayRecord | None:
         """A delayed retry of a parked patch: rebase from its base once more.
 
         The message is sent before the record says so (a crash between the two must not
@@ -86,17 +83,17 @@ class ReplayReview:
         raises, and the queue delivers it again later. A message for an attempt already
         made is a duplicate and is dropped."""
         record = self._records.load(ref)
-        entry = unresolved_entry(record, index)
         if record is None:
             return None
-        if entry is None and not record.get("finished"):
+        entry = record.parked(index)
+        if entry is None and not record.finished:
             raise RetryTooEarly(f"patch {index} of {ref.replay_id} is not parked yet")
-        if entry is None or entry["state"] != "retrying" or attempt <= entry["attempts"]:
+        if entry is None or entry.state != "retrying" or attempt <= entry.attempts:
             return record  # resolved meanwhile, or a duplicate of an earlier message
-        if attempt > entry["attempts"] + 1:
+        if attempt > entry.attempts + 1:
             raise RetryTooEarly(f"attempt {attempt - 1} of {ref.replay_id} is not recorded yet")
-        patch = planned_patch(record, index)
-        caller = replay_caller(ref, record["profile_id"], record.get("clearance"))
+        patch = record.planned_patch(index)
+        caller = replay_caller(ref, record.profile_id, record.clearance)
         try:
             response = self._documents.patch(
                 caller, command(ref, record, patch, patch["base_etag"])
@@ -111,74 +108,78 @@ class ReplayReview:
 
     def _retry_later(
         self, ref: SnapshotRef, index: int, attempt: int, error: EtagMismatch
-    ) -> Record:
+    ) -> ReplayRecord:
         review = attempt >= self._retry_limit
         if not review:
             self._send_retry(ref, index, attempt + 1)
 
-        def update(record: Record) -> None:
-            entry = unresolved_entry(record, index)
-            if entry is None or entry["attempts"] >= attempt:
-                return
-            entry.update(
-                attempts=attempt, reason=error.message, conflict=error.details.get("rebase")
+        def update(entry: Parked) -> Parked | None:
+            if entry.attempts >= attempt:
+                return None
+            return replace(
+                entry,
+                attempts=attempt,
+                reason=error.message,
+                conflict=error.details.get("rebase"),
+                latest_etag=error.details.get("latest_etag"),
+                state="review" if review else "retrying",
+                next_retry_at=None if review else self._at(self._delay(attempt + 1)),
             )
-            entry["latest_etag"] = error.details.get("latest_etag")
-            entry["state"] = "review" if review else "retrying"
-            entry["next_retry_at"] = None if review else self._at(self._delay(attempt + 1))
 
-        return self._records.update(ref, update)
+        return self._records.update(ref, change_parked(index, update))
 
-    def give_up(self, ref: SnapshotRef, index: int) -> Record:
+    def give_up(self, ref: SnapshotRef, index: int) -> ReplayRecord:
         """A retry message that failed every delivery: its patch waits for review."""
 
-        def review(record: Record) -> None:
-            entry = unresolved_entry(record, index)
-            if entry is not None and entry["state"] == "retrying":
-                entry.update(state="review", next_retry_at=None)
+        def review(entry: Parked) -> Parked | None:
+            if entry.state != "retrying":
+                return None
+            return replace(entry, state="review", next_retry_at=None)
 
-        return self._records.update(ref, review)
+        return self._records.update(ref, change_parked(index, review))
 
-    def resolve(self, caller: Caller, ref: SnapshotRef, index: int, action: str) -> Record:
+    def resolve(self, caller: Caller, ref: SnapshotRef, index: int, action: str) -> ReplayRecord:
         """Admin review of a parked patch: ``retry`` applies its ops to the latest
         version now (checked like any write: a failing test op or schema is 422 and
         the patch stays parked); ``discard`` drops it."""
         caller.require(ref.tenant_id, "admin")
         record = self._records.load(ref)
-        if record is not None and record.get("profile_id"):
-            caller.require_profile(record["profile_id"])
+        if record is not None and record.profile_id:
+            caller.require_profile(record.profile_id)
         self._check_clearance(caller, record)
-        entry = unresolved_entry(record, index)
-        if record is None or entry is None or entry["state"] not in ("retrying", "review"):
+        entry = None if record is None else record.parked(index)
+        if record is None or entry is None or not entry.waiting():
             raise NotFound("No unresolved patch with this index.", code="UNRESOLVED_NOT_FOUND")
         if action == "discard":
             return self._records.update(
-                ref, resolve_entry(index, "discarded", discarded_by=caller.caller_id)
+                ref, resolve_parked(index, "discarded", discarded_by=caller.caller_id)
             )
-        patch = planned_patch(record, index)
+        patch = record.planned_patch(index)
         target = DocumentRef(
             ref.tenant_id, ref.user_id, patch["target_namespace"], patch["target_path"]
         )
         current = self._documents.load(target)
         now = command(ref, record, patch, current.etag if current else None, rebase=False)
-        replayer = replay_caller(ref, record["profile_id"], record.get("clearance"))
+        replayer = replay_caller(ref, record.profile_id, record.clearance)
         response = self._documents.patch(replayer, now)
         return self._records.update(
             ref, add_change(patch, response["body"], resolved_by=caller.caller_id)
         )
 
-    def unresolved(self, caller: Caller, tenant_id: str, user_id: str, limit: int) -> list[Record]:
+    def unresolved(
+        self, caller: Caller, tenant_id: str, user_id: str, limit: int
+    ) -> list[ReplayRecord]:
         """The user's replays holding patches that wait for a retry or a review."""
         caller.require(tenant_id, "admin")
         found = []
         for record in self._records.list(tenant_id, user_id):
-            if record.get("status") == "unresolved" and self._may_see(caller, record):
+            if record.status == "unresolved" and self._may_see(caller, record):
                 found.append(record)
                 if len(found) >= limit:
                     break
         return found
 
-    def _may_see(self, caller: Caller, record: Record) -> bool:
+    def _may_see(self, caller: Caller, record: ReplayRecord) -> bool:
         try:
             self._check_clearance(caller, record)
         except Forbidden:

@@ -5,6 +5,7 @@ run)."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain.callers import ANY, Caller
@@ -12,6 +13,7 @@ from memnet.domain.document_model import Precondition, WriteCommand
 from memnet.domain.envelope import canonical
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.patching import parse_ops
+from memnet.services.replay_records import ReplayRecord
 
 REPLAY_QUEUE = "memnet-replay"
 REPLAY_CALLER = "memnet-replay"
@@ -19,16 +21,17 @@ REPLAY_CALLER = "memnet-replay"
 
 def command(
     ref: SnapshotRef,
-    about: dict[str, Any],
+    about: ReplayRecord | Planned,
     patch: dict[str, Any],
     base: str | None,
     rebase: bool = True,
 ) -> WriteCommand:
+    """The governed write of one patch record of ``about``'s plan, based on ``base``."""
     return WriteCommand(
         ref=DocumentRef(
             ref.tenant_id, ref.user_id, patch["target_namespace"], patch["target_path"]
         ),
-        profile_id=about["profile_id"],
+        profile_id=about.profile_id,
         binding_id=patch["target_binding_id"],
         precondition=Precondition(if_match=base, create=base is None),
         idempotency_key=patch["idempotency_key"],
@@ -39,9 +42,17 @@ def command(
         confidence=patch["confidence"],
         ops=parse_ops(patch["ops"]),
         rebase=rebase,
-        origin={"replay_id": ref.replay_id, "extractor": about["extractor"]},
+        origin={"replay_id": ref.replay_id, "extractor": about.extractor},
         holds={int(i): tuple(r) for i, r in patch.get("holds", {}).items()},
     )
+
+
+@dataclass(frozen=True)
+class Planned:
+    """Whose plan a patch record is, before any record holds it (the dry run)."""
+
+    profile_id: str | None
+    extractor: dict[str, Any] | None
 
 
 def replay_caller(ref: SnapshotRef, profile_id: str | None, clearance: str | None) -> Caller:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 from memnet.domain.callers import Caller
@@ -35,7 +36,7 @@ from memnet.ports import (
 )
 from memnet.services import views
 from memnet.services.registry import ProfileRegistry
-from memnet.services.replay_records import Record, ReplayRecords
+from memnet.services.replay_records import ReplayRecord, ReplayRecords
 from memnet.services.replay_writes import REPLAY_QUEUE, uploader_clearance
 from memnet.services.sealing import (
     MAX_SEALED_BYTES,
@@ -63,7 +64,7 @@ class SnapshotService:
         self._records, self._registry = records, registry
         self._tombstones = tombstones  # None only for a service built alone in a test
 
-    def upload(self, caller: Caller, ref: SnapshotRef, body: Any) -> tuple[bool, Record]:
+    def upload(self, caller: Caller, ref: SnapshotRef, body: Any) -> tuple[bool, ReplayRecord]:
         """Store the transcript and start its replay; ``(created, replay record)``."""
         caller.require(ref.tenant_id, "write")
         self.check_tombstone(ref)
@@ -143,7 +144,7 @@ class SnapshotService:
         source: str,
         uploaded_by: str | None = None,
         clearance: str | None = None,
-    ) -> Record:
+    ) -> ReplayRecord:
         """Create the replay record and queue the replay, once per snapshot. The record
         says whether its message was sent; one still ``queued`` without that (the send
         failed, or the process died before it) is sent again by the next start."""
@@ -151,9 +152,9 @@ class SnapshotService:
         self._records.create(ref, source=source, uploaded_by=uploaded_by, clearance=clearance)
         record = self._records.load(ref)
         assert record is not None  # created now or before; records are not deleted here
-        if record["status"] == "queued" and not record.get("enqueued"):
+        if record.status == "queued" and not record.enqueued:
             self._queue.send(REPLAY_QUEUE, json.dumps({"kind": "replay", **ref.as_json()}))
-            record = self._records.update(ref, lambda r: r.update(enqueued=True))
+            record = self._records.update(ref, lambda r: replace(r, enqueued=True))
         return record
 
     def exists(self, ref: SnapshotRef) -> bool:
@@ -164,7 +165,7 @@ class SnapshotService:
         if self._tombstones is not None:
             self._tombstones.check(ref.tenant_id, ref.user_id)
 
-    def start_from_blob(self, name: str) -> Record | None:
+    def start_from_blob(self, name: str) -> ReplayRecord | None:
         """The blob trigger's entry: start the replay of the snapshot blob ``name``
         (container-relative); None when the name is not a snapshot's."""
         ref = snapshot_ref_of(name)
@@ -177,22 +178,22 @@ class SnapshotService:
             return None
         return self.start(ref, "blob_trigger")
 
-    def status(self, caller: Caller, ref: SnapshotRef) -> Record:
+    def status(self, caller: Caller, ref: SnapshotRef) -> ReplayRecord:
         caller.require(ref.tenant_id, "read")
         record = self._records.load(ref)
         if record is None:
             raise NotFound("No replay for this snapshot.", code="REPLAY_NOT_FOUND")
-        if record.get("profile_id"):  # it shows what the replay planned for that profile
-            caller.require_profile(record["profile_id"])
+        if record.profile_id:  # it shows what the replay planned for that profile
+            caller.require_profile(record.profile_id)
         self.check_clearance(caller, record)
         return record
 
-    def check_clearance(self, caller: Caller, record: Record | None) -> None:
+    def check_clearance(self, caller: Caller, record: ReplayRecord | None) -> None:
         """A replay's plan and outcomes hold what its uploader could see: only a caller
         with at least that clearance reads them (docs/profiles.md "Sensitivity")."""
-        profile = self._registry.get((record or {}).get("profile_id") or "")
-        if profile is not None:
-            views.require_clearance_of(caller, profile, (record or {}).get("clearance"))
+        profile = self._registry.get(record.profile_id or "") if record else None
+        if record is not None and profile is not None:
+            views.require_clearance_of(caller, profile, record.clearance)
 
 
 def snapshot_ref_of(name: str) -> SnapshotRef | None:

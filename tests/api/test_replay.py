@@ -565,17 +565,17 @@ def test_retries_address_a_parked_patch_by_its_index_after_a_rejected_one(setup,
 
 def test_a_parked_patch_the_write_path_then_refuses_reads_partially_applied():
     from memnet.domain.errors import Unprocessable
-    from memnet.services.replay_records import reject_parked, status_of
+    from memnet.services.replay_records import Parked, ReplayRecord, reject_parked
 
-    record: dict[str, Any] = {
-        "finished": True,
-        "rejected": [],
-        "unresolved": [{"patch_index": 0, "state": "retrying", "attempts": 1}],
-    }
-    reject_parked(0, Unprocessable("schema", code="SCHEMA_VIOLATION"))(record)
-    assert record["unresolved"][0]["state"] == "rejected"
-    assert record["rejected"][0]["code"] == "SCHEMA_VIOLATION"
-    assert status_of(record) == "partially_applied"
+    ids = ("rpl_x", "t", "u", "c", "s", "blob://x", "2026-01-01T00:00:00.000Z")
+    record = ReplayRecord(
+        *ids, ids[-1], finished=True, unresolved=(Parked(0, "retrying", attempts=1),)
+    )
+    record = reject_parked(0, Unprocessable("schema", code="SCHEMA_VIOLATION"))(record)
+    assert record.unresolved[0].state == "rejected"
+    assert record.unresolved[0].as_json()["error"] == "SCHEMA_VIOLATION"
+    assert record.rejected[0]["code"] == "SCHEMA_VIOLATION"
+    assert record.derived_status() == "partially_applied"
 
 
 def test_a_second_planner_that_fails_does_not_fail_an_applied_replay(setup, api):

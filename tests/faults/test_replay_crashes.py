@@ -109,8 +109,8 @@ def worker_mutations(tmp_path: Path) -> int:
 def check_outcome(services: Services) -> None:
     record = services.replay.records.load(REF)
     assert record is not None
-    assert record["status"] == "applied", record
-    assert len(record["events"]) == 1 and len(record["changes"]) == 2
+    assert record.status == "applied", record
+    assert len(record.events) == 1 and len(record.changes) == 2
     events = list(services.blobs.list_names("tenants/t1/users/u1/events/"))
     assert len(events) == 1
     for namespace, path in (("projects", "alpha.json"), ("user", "user_dynamic.json")):
