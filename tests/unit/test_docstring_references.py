@@ -241,3 +241,34 @@ def test_a_stale_docs_citation_is_caught():
     assert why("(docs/governance.md)") == "no such page"
     assert why('(docs/operations.md "Entra ID")') == 'no section "entra id"'
     assert why("docs/api.md#no-such-heading") == "no heading #no-such-heading"
+
+
+# "spec 10.2", "spec 12, 15", "spec 9.2, 10.6", "spec section 8.2": sections of docs/spec.md
+# (docs/architecture.md says so). N.M may also be item M of section N's numbered list
+# ("spec 25.6": acceptance criterion 6).
+SPEC_CITATION = re.compile(
+    r"\b[Ss]pec(?:'s)?(?: section)? (\d+(?:\.\d+)?(?:(?:, | and |/)\d+(?:\.\d+)?)*)"
+)
+
+
+def spec_sections() -> set[str]:
+    found, section = set(), ""
+    for line in (ROOT / "docs" / "spec.md").read_text(encoding="utf-8").splitlines():
+        if heading := re.match(r"#{2,3} (\d+(?:\.\d+)?)\.? ", line):
+            section = heading.group(1)
+            found.add(section)
+        elif (item := re.match(r"(\d+)\. ", line)) and "." not in section:
+            found.add(f"{section}.{item.group(1)}")
+    return found
+
+
+def test_every_spec_citation_names_a_section_of_docs_spec_md():
+    sections, unknown = spec_sections(), []
+    assert {"7.2", "10.7", "19.2", "24.5"} <= sections
+    for path in repository_texts():
+        if path.suffix not in (".py", ".md") or path.name == "spec.md":
+            continue
+        for citation in SPEC_CITATION.finditer(path.read_text(encoding="utf-8")):
+            numbers = re.split(r", | and |/", citation.group(1))
+            unknown += [f"{path.relative_to(ROOT)}: spec {n}" for n in numbers if n not in sections]
+    assert unknown == []
