@@ -104,13 +104,13 @@ def test_a_stale_reference_is_caught():
 
 # -- a self-contained repository ---------------------------------------------------------
 
-TEXT_ROOTS = ("memnet", "funchost", "scripts", "tests", "docs")
+TEXT_ROOTS = ("memnet", "funchost", "scripts", "tests", "docs", "bench", "clients", "bicep")
 
 
 def repository_texts() -> list[Path]:
-    """README.md and every text file under the code, test and docs folders (this file
-    spells the patterns it looks for, so it is left out)."""
-    found = [ROOT / "README.md"]
+    """README.md, function_app.py and every file under the code, test and docs folders
+    (this file spells the patterns it looks for, so it is left out)."""
+    found = [ROOT / "README.md", ROOT / "function_app.py"]
     for folder in TEXT_ROOTS:
         found += [p for p in ROOT.joinpath(folder).rglob("*") if p.is_file()]
     own = Path(__file__).resolve()
@@ -129,13 +129,14 @@ OUTSIDE = re.compile(
 # A relative path that climbs (``../x``), not an elided URL (``.../events``, ``…/x``).
 CLIMBS = re.compile(r"(?<![.…\w])\.\./")
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
-CODE_SPAN = re.compile(r"`[^`\n]*`")
+CODE_SPAN = re.compile(r"``[^`]*``|`[^`\n]*`")
 LINK_TARGET = re.compile(r"\]\([^)\s]*\)")  # checked by tests/unit/test_doc_routes.py
 
 
 def prose(path: Path, text: str) -> list[str]:
     """What reads as prose: a Python file's comments and docstrings (its string literals
-    are data: tests send ``../x`` on purpose), a page's text outside code and link targets."""
+    are data: tests send ``../x`` on purpose), a page's text; code spans and link targets
+    left out."""
     if path.suffix == ".md":
         return [LINK_TARGET.sub("]", CODE_SPAN.sub("", FENCE.sub("", text)))]
     if path.suffix != ".py":
@@ -149,7 +150,7 @@ def prose(path: Path, text: str) -> list[str]:
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, kinds) and (doc := ast.get_docstring(node, clean=False)):
             found.append(doc)
-    return found
+    return [CODE_SPAN.sub("", part) for part in found]
 
 
 def outside_citations(path: Path, text: str) -> list[str]:
@@ -195,7 +196,7 @@ def anchor(heading: str) -> str:
 
 
 def folded(text: str) -> str:
-    return " ".join(re.sub(r"\n\s*#", " ", text).replace("`", "").split()).lower()
+    return " ".join(re.sub(r"\n\s*(?:#|//)", " ", text).replace("`", "").split()).lower()
 
 
 def unresolved(citation: re.Match[str]) -> str | None:
