@@ -1,5 +1,5 @@
 """Queue triggers over a :class:`memnet.ports.MessageQueue`, with the Functions host's
-retry and poison handling (ARCHITECTURE.md "Queues"; host.json ``extensions.queues``):
+retry and poison handling (docs/operations.md, "Local server"; host.json ``extensions.queues``):
 
 - a message is received hidden for ``visibility_timeout`` s while its function runs;
 - success deletes it;

@@ -1,4 +1,4 @@
-"""Ports: the small interfaces the services depend on (ARCHITECTURE.md section 1).
+"""Ports: the small interfaces the services depend on (docs/architecture.md, "The layers").
 
 Every storage port has an embedded adapter (the default) and an Azure adapter, and
 both pass one contract suite (``tests/contract``).
@@ -112,7 +112,7 @@ class Residue:
 
 
 class BlobStore(Protocol):
-    """Blob semantics (ARCHITECTURE.md: per-blob conditional writes, prefix listing,
+    """Blob semantics (docs/architecture.md: per-blob conditional writes, prefix listing,
     no multi-blob transactions). Names are ``/``-separated, relative to one container."""
 
     def read(self, name: str, *, max_bytes: int | None = None) -> Blob:
@@ -174,7 +174,7 @@ class Clock(Protocol):
         ...
 
 
-# -- queues (ARCHITECTURE.md "Queues") ------------------------------------------------------
+# -- queues (docs/decisions.md "Foundations") ----------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -262,7 +262,7 @@ class MessageQueue(Protocol):
     def describe(self) -> str: ...
 
 
-# -- search index (ARCHITECTURE.md "Events") ------------------------------------------------
+# -- search index (docs/decisions.md "Events and search") -----------------------------------
 
 
 @dataclass(frozen=True)
@@ -407,7 +407,7 @@ class Authenticator(Protocol):
     def describe(self) -> str: ...
 
 
-# -- snapshot keys (spec 16.2; ARCHITECTURE.md "Replay") ------------------------------------
+# -- snapshot keys (spec 16.2; docs/replay.md "Encryption and keys") ------------------------
 
 
 class KeyProviderError(Exception):

@@ -81,7 +81,7 @@ class Settings:
     extractor_token_parameter: str = "max_tokens"
     replay_retry_base_seconds: int = 60
     replay_retry_limit: int = 5
-    retention_file: Path | None = None  # organisation/tenant ceilings (docs/governance.md)
+    retention_file: Path | None = None  # organisation/tenant ceilings (docs/retention.md)
     audit_floor_days: int = 365
     job_max_seconds: int = 240  # work one governance job invocation may do
     sweep_page_size: int = 1000

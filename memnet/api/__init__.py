@@ -1,1 +1,1 @@
-"""Framework-neutral HTTP: parse, authorise, call a service, map errors (ARCHITECTURE.md)."""
+"""Framework-neutral HTTP: parse, authorise, call a service, map errors (docs/architecture.md)."""

@@ -1,6 +1,7 @@
 """The one place the core's outcomes become HTTP statuses: a status per domain error
-class, the headers some of them earn, the spec 10.7 payload (CONVENTIONS principle 5),
-and 201/200 for a write that did or did not create its resource."""
+class, the headers some of them earn, the spec 10.7 payload (docs/architecture.md, "One
+error tree, mapped at the edge"), and 201/200 for a write that did or did not create its
+resource."""
 
 from __future__ import annotations
 

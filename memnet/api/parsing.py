@@ -1,5 +1,5 @@
 """Parsing of request parts into typed values: every malformed input is a 400 here,
-before any policy or storage runs (CONVENTIONS principle 6)."""
+before any policy or storage runs (docs/architecture.md, "Parse, then check, then apply")."""
 
 from __future__ import annotations
 

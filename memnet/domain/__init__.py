@@ -1,1 +1,1 @@
-"""The domain: pure models and rules, no I/O (ARCHITECTURE.md section 1)."""
+"""The domain: pure models and rules, no I/O (docs/architecture.md, "The layers")."""

@@ -1,4 +1,4 @@
-"""Callers: who is asking, and what they may touch (spec 16.1; ARCHITECTURE.md "Auth").
+"""Callers: who is asking, and what they may touch (spec 16.1; docs/identity.md).
 
 An :class:`~memnet.ports.Authenticator` turns request headers into a :class:`Caller`
 (401 otherwise); the caller is then checked against tenant, profile and role on every

@@ -1,7 +1,7 @@
 """The common document envelope (spec 9.1) and how documents are serialised.
 
 The service owns every envelope field; ops may only touch ``/content``. ``change_id``
-ties the stored document to its newest audit record (ARCHITECTURE.md, Audit).
+ties the stored document to its newest audit record (docs/decisions.md, "Audit and history").
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ class PreconditionRequired(MemnetError):
 
 
 class Unprocessable(MemnetError):
-    """Policy, schema or limit violations, reported together (CONVENTIONS principle 6)."""
+    """Policy, schema or limit violations, reported together (docs/architecture.md,
+    "Parse, then check, then apply")."""
 
     code = "VALIDATION_FAILED"
 

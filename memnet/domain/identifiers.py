@@ -1,4 +1,4 @@
-"""Identifier grammar (ARCHITECTURE.md section 2, "Identifiers").
+"""Identifier grammar (docs/api.md, "Identifiers").
 
 tenant_id, user_id, namespace and every segment of a document path match
 ``^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$``; a document path ends in ``.json``. Anything

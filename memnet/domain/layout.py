@@ -1,4 +1,4 @@
-"""Blob names (spec 7.2, ARCHITECTURE.md section 2), in one place."""
+"""Blob names (spec 7.2, docs/operations.md "Storage layout"), in one place."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def audit_name(tenant_id: str, user_id: str, change_id: str) -> str:
 
 
 def tenant_policy_name(tenant_id: str) -> str:
-    """A tenant's legal holds (ARCHITECTURE.md section 2), outside every user's prefix."""
+    """A tenant's legal holds (docs/operations.md "Storage layout"), outside every user's prefix."""
     return f"tenants/{tenant_id}/_policy.json"
 
 

@@ -1,5 +1,5 @@
 """Entra ID principals and the configuration that makes them callers (spec 16.1;
-docs/operations.md "Entra ID").
+docs/identity.md "Entra ID bearer tokens").
 
 A :class:`Principal` is what a verified token (or App Service Authentication's client
 principal) says about the caller: which client application, which object (the service

@@ -1,5 +1,5 @@
 """Retracting what one conversation taught (forget conversation), generically: no
-section is named here (CONVENTIONS principle 7).
+section is named here (docs/architecture.md, "Profiles are data").
 
 An *item* is any object in a document's content with an ``evidence`` member, an object
 or a list of objects. Evidence *points at* the conversation when its

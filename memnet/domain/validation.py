@@ -1,4 +1,4 @@
-"""Checks on a document after ops are applied (spec 12, 15; ARCHITECTURE.md Documents):
+"""Checks on a document after ops are applied (spec 12, 15; docs/decisions.md "Documents"):
 JSON Schema of the whole document, ``max_chars`` and the binding's array limits."""
 
 from __future__ import annotations

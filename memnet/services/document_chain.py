@@ -1,5 +1,5 @@
 """A document's committed history: the audit records reachable from the change id the
-document stores (ARCHITECTURE.md "Audit"; :mod:`memnet.services.audit`). It answers
+document stores (docs/decisions.md "Audit and history"; :mod:`memnet.services.audit`). It answers
 what history shows, whether a write's precondition holds (or, asked to rebase, whether
 its ops commute with the changes since), whether a change reached the document (after
 a crash or a lost response), and which records no document reached (orphans)."""

@@ -1,5 +1,5 @@
-"""The index side of event digests (spec 10.5, 20; ARCHITECTURE.md "Events"): the search
-index is derived from the event blobs. Index and delete jobs travel through the queue in
+"""The index side of event digests (spec 10.5, 20; docs/decisions.md "Events and search"):
+the search index is derived from the event blobs. Index and delete jobs travel through the queue in
 batches; :meth:`IndexJobs.handle_job` is the queue worker, :meth:`IndexJobs.reindex`
 queues the rebuild of a scope from the blobs.
 

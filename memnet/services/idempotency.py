@@ -1,4 +1,4 @@
-"""Idempotency keys (spec 10.2; ARCHITECTURE.md "Idempotency").
+"""Idempotency keys (spec 10.2; docs/decisions.md "Idempotency").
 
 Scope is (tenant, user, caller, key). The first request claims the key with a create-only
 *pending* record that already names the change id it will write; on success the record

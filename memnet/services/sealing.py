@@ -1,4 +1,4 @@
-"""Sealed snapshot blobs (spec 16.2; ARCHITECTURE.md "Replay"): envelope encryption of a
+"""Sealed snapshot blobs (spec 16.2; docs/replay.md "Encryption and keys"): envelope encryption of a
 conversation snapshot.
 
 :func:`seal` encrypts with AES-256-GCM under a fresh random 32-byte data key and a fresh

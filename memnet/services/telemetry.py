@@ -1,6 +1,6 @@
 """The service's metrics and request spans (spec 19.1), as OpenTelemetry instruments of the
-meter ``memnet``; the names are fixed (``notes/issue13-design.md``) because the Bicep
-alerts query them (docs/observability.md).
+meter ``memnet``; the names are fixed because the Bicep alerts query them
+(docs/observability.md, "Metrics").
 
 The hooks below are what the code calls; they do nothing until :func:`use` installs a
 :class:`Recorder` (``memnet.telemetry.configure`` at bootstrap, or a test with in-memory

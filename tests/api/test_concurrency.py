@@ -1,4 +1,5 @@
-"""Many writers at once: no lost update, no double apply (spec 14; ARCHITECTURE.md)."""
+"""Many writers at once: no lost update, no double apply (spec 14; docs/decisions.md,
+"Idempotency")."""
 
 from __future__ import annotations
 

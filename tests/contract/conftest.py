@@ -1,4 +1,5 @@
-"""Fixtures of the contract tier: every adapter of a port passes one suite (CONVENTIONS.md 3).
+"""Fixtures of the contract tier: every adapter of a port passes one suite
+(docs/architecture.md, "Ports with two real adapters").
 
 ``blob_store`` is parametrized over the embedded file store (in each ETag and durability
 mode) and the Azure store against a real Azurite; Azurite starts only when an Azure case

@@ -1,4 +1,4 @@
-"""The BlobStore contract (memnet.ports.BlobStore; ARCHITECTURE.md 1, "Blob semantics
+"""The BlobStore contract (memnet.ports.BlobStore; docs/architecture.md, "Blob semantics
 everywhere"): one suite that the file store and the Azure store (on Azurite) both pass,
 then what only the file store promises, then the Azure SDK error mapping."""
 

@@ -1,4 +1,4 @@
-"""The MessageQueue contract (memnet.ports.MessageQueue; ARCHITECTURE.md "Queues"): one suite
+"""The MessageQueue contract (memnet.ports.MessageQueue; docs/decisions.md "Foundations"): one suite
 that the SQLite queue and the Azure queue (on Azurite) both pass, then what only the SQLite
 queue promises, then what only the Azure adapter does (base64 bodies, error mapping)."""
 

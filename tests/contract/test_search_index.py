@@ -1,6 +1,6 @@
-"""The SearchIndex contract (memnet.ports.SearchIndex; ARCHITECTURE.md "Events"; spec 9.2,
-10.6): one suite every adapter must pass. It runs on the embedded SQLite index; Azure
-AI Search has no emulator, so its adapter is tested on the wire instead
+"""The SearchIndex contract (memnet.ports.SearchIndex; docs/decisions.md "Events and
+search"; spec 9.2, 10.6): one suite every adapter must pass. It runs on the embedded
+SQLite index; Azure AI Search has no emulator, so its adapter is tested on the wire instead
 (``test_azure_search_transport.py``). Then what only the SQLite index promises."""
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ DEFAULTED = {
     "MEMNET_PROMOTE_DELAY_SECONDS": "tuning; code default",
     "MEMNET_REPLAY_RETRY_BASE_SECONDS": "tuning; code default",
     "MEMNET_REPLAY_RETRY_LIMIT": "tuning; code default",
-    "MEMNET_RETENTION_FILE": "optional ceilings file; docs/governance.md",
+    "MEMNET_RETENTION_FILE": "optional ceilings file; docs/retention.md",
     "MEMNET_AUDIT_FLOOR_DAYS": "spec default (365)",
     "MEMNET_JOB_MAX_SECONDS": "code default fits the Flex Consumption timeout",
     "MEMNET_SWEEP_PAGE_SIZE": "tuning; code default",

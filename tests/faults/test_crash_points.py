@@ -5,7 +5,7 @@ write the document, complete the key. For every crash point we restart the servi
 the same storage and check that nothing is lost or left unaccounted: the document still
 folds from its audit chain, a retry with the same key applies the change exactly once,
 and any audit record the crash stranded is an orphan that history ignores and the sweep
-removes (ARCHITECTURE.md, Audit).
+removes (docs/decisions.md, "Audit and history").
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 function once with what its parameter's type asks for, as the Functions worker binds it
 (a real ``func.blob.InputStream`` of the content, or for the ``BlobClient`` SDK type a real
 ``azure.storage.blob.BlobClient`` naming the blob, which the host never reads); a failing
-one is retried, then given up (ARCHITECTURE.md section 1, "One set of function code")."""
+one is retried, then given up (docs/architecture.md, "One set of function code")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Queue triggers over a MessageQueue (funchost.queues): delivery of real
 ``func.queue.QueueMessage`` objects, deletion on success, retry and poison handling as the
-Functions host does it (ARCHITECTURE.md "Queues")."""
+Functions host does it (docs/operations.md, "Local server")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""a2p's proposal lifecycle (related/a2p-memory-spec.md, "Proposals") through the Python
+"""a2p's proposal lifecycle (its memory specification, "Proposals") through the Python
 client on a2p-v1 (docs/related/a2p.md): an agent proposes memories of the three types in
 a2p: and ext: categories, the user's app reviews them (approve, approve with edits,
 reject, and one left to expire), then merges two approved memories with

@@ -1,4 +1,4 @@
-"""Mosaic's MemoryPlugin functions (related/mosaic-memory-architecture.md) end to end
+"""Mosaic's MemoryPlugin functions (its memory architecture document) end to end
 through the MCP tools on mosaic-v1 (docs/related/mosaic.md): save_memory is one
 ``remember`` (the event digest with its importance: the permanent, searchable store; and
 the MemoryEntry in short-term session memory, which expires 24 hours after its last

@@ -1,4 +1,4 @@
-"""Soorma's "Why did my billing fail?" workflow (related/soorma-memory-architecture.md,
+"""Soorma's "Why did my billing fail?" workflow (its memory architecture document,
 "Operational Workflow Example"), replayed through the Python client on soorma-coala-v1
 (docs/related/soorma.md): procedural rules, tenant-shared knowledge, working memory per
 plan, task context with sub-task lookup, plans and sessions, episodic digests."""

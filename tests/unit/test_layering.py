@@ -1,4 +1,4 @@
-"""Layout shows the architecture (CONVENTIONS principle 1; ARCHITECTURE.md section 1).
+"""Layout shows the architecture (docs/architecture.md, "The layers").
 
 The layers are packages and every import of ours points inward:
 

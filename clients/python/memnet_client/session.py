@@ -3,7 +3,7 @@ retrying as the :class:`RetryPolicy` says, and turns error answers into exceptio
 
 One ``Idempotency-Key`` per call, made before the first attempt and sent with every
 retry of it: that is what makes a retry after a lost response safe for the server to
-de-duplicate (docs/api.md, "Idempotency"; keys are scoped to tenant, user and caller).
+de-duplicate (docs/decisions.md, "Idempotency"; keys are scoped to tenant, user and caller).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Azure :class:`~memnet.ports.BlobStore`, over ``azure-storage-blob`` (sync client).
 
 Conditions map onto Azure's own preconditions, so a conditional write is atomic on the
-service side (ARCHITECTURE.md 1, "Blob semantics everywhere"):
+service side (docs/architecture.md, "Blob semantics everywhere"):
 
 - ``Condition.match(etag)``: ``If-Match: etag``
 - ``Condition.create_only()``: ``If-None-Match: *`` (``overwrite=False``)

@@ -1,7 +1,7 @@
 """The Azure :class:`~memnet.ports.MessageQueue`, over ``azure-storage-queue`` (sync client).
 
 Bodies are sent with ``TextBase64EncodePolicy`` and read with ``TextBase64DecodePolicy``:
-the Functions queue trigger expects base64 (ARCHITECTURE.md "Queues"). Names, body size
+the Functions queue trigger expects base64 (docs/decisions.md, "Foundations"). Names, body size
 and argument ranges are checked before any request with the same rules as the embedded
 queue, so both adapters reject the same input with :class:`ValueError`.
 

@@ -1,6 +1,6 @@
 """The Azure :class:`~memnet.ports.SearchIndex`, over ``azure-search-documents`` (sync).
 
-The index is the one ARCHITECTURE.md ("Events") decides, written out in
+The index is the one docs/operations.md ("Events: queue and search index") describes, written out in
 ``search_index.json`` and applied by :meth:`AzureSearchIndex.ensure_index`: key ``id`` =
 URL-safe base64 of ``tenant|user|event_id`` (also filterable and sortable, so
 :meth:`~AzureSearchIndex.list_event_ids` can page by key past the 100,000 ``$skip``
@@ -301,7 +301,8 @@ def document_key(tenant_id: str, user_id: str, event_id: str) -> str:
 
 
 def identity(key: str) -> tuple[str, str, str]:
-    """(tenant, user, event_id) of a key; identifiers never contain ``|`` (ARCHITECTURE 2)."""
+    """(tenant, user, event_id) of a key; identifiers never contain ``|`` (docs/api.md,
+    "Identifiers")."""
     tenant_id, user_id, event_id = base64.urlsafe_b64decode(key).decode().split("|", 2)
     return tenant_id, user_id, event_id
 

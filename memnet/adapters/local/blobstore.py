@@ -1,4 +1,5 @@
-"""The embedded :class:`~memnet.ports.BlobStore`: blobs as plain files (ARCHITECTURE.md 1).
+"""The embedded :class:`~memnet.ports.BlobStore`: blobs as plain files
+(docs/architecture.md, "Blob semantics everywhere").
 
 Layout under ``root`` (the same names as in Azure, so a user can ``cat`` a document)::
 

@@ -1,5 +1,5 @@
-"""Durable file replacement: the write path of the embedded blob store (ARCHITECTURE.md 1:
-lock, temp file, fsync, rename).
+"""Durable file replacement: the write path of the embedded blob store
+(docs/architecture.md, "Blob semantics everywhere": lock, temp file, fsync, rename).
 
 :func:`replace` gives a path new content the one way POSIX makes both atomic and durable:
 write a temp file in the same directory, ``fsync`` it, ``os.replace`` it over the path,

@@ -1,5 +1,5 @@
 """The embedded :class:`~memnet.ports.MessageQueue`: every queue in one SQLite file
-(ARCHITECTURE.md "Queues"), with Azure Storage Queue semantics:
+(docs/decisions.md, "Foundations"), with Azure Storage Queue semantics:
 
 - a received message is hidden until ``now + visibility_timeout``; each receive adds one
   to its ``dequeue_count`` and gives it a new pop receipt, so a receiver whose lease ran

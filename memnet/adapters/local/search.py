@@ -1,6 +1,6 @@
 """The embedded :class:`~memnet.ports.SearchIndex`: SQLite, with BM25 over impact-ordered
-postings (ARCHITECTURE.md "Events", spec 10.6). Derived data: the reindex job rebuilds it
-from the event blobs.
+postings (docs/decisions.md, "Events and search"; spec 10.6). Derived data: the reindex
+job rebuilds it from the event blobs.
 
 Tables: ``scopes`` maps (tenant, user) to a small ``scope_id`` and counts the user's
 events; ``events`` holds every field, unique on (scope_id, event_id), ``ts_us`` = UTC
