@@ -19,11 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain import pointers
-from memnet.domain.errors import BadRequest
 from memnet.domain.likeness import contradicts, similarity
 from memnet.domain.pointers import Segments
 from memnet.domain.profiles import fill_value
-from memnet.domain.timestamps import parse_timestamp
 
 FIELDS = frozenset({"id", "text", "event_ids", "count", "confidence", "timestamp", "evidence"})
 
@@ -152,15 +150,6 @@ def patterns(rules: PromotionRules, events: Sequence[Mapping[str, Any]]) -> list
             group.append(event)
     found = [Pattern(tuple(g)) for g in groups if len(g) >= rules.min_episodes]
     return sorted(found, key=lambda p: -len(p.events))
-
-
-def _when(event: Mapping[str, Any]) -> tuple[float, str]:
-    """Sort key (descending: newest first, equal times by the larger event id)."""
-    try:
-        moment = parse_timestamp(event.get("timestamp"), "timestamp").timestamp()
-    except BadRequest:
-        moment = 0.0
-    return moment, str(event.get("event_id", ""))
 
 
 def _episode(rules: PromotionRules, event: Mapping[str, Any]) -> bool:

@@ -69,10 +69,6 @@ def words(text: str) -> list[str]:
     return (_ASCII_WORD if text.isascii() else _word_pattern()).findall(text)
 
 
-def is_stop_word(word: str) -> bool:
-    return word.casefold() in STOP_WORDS
-
-
 def query_words(text: str) -> list[str]:
     """The words a query searches: its distinct words (case-insensitive, first spelling
     kept) without English stop words, or all of them when every word is one; at most

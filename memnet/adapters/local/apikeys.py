@@ -46,10 +46,6 @@ class ApiKeyAuthenticator:
         self._pepper = pepper
 
     @classmethod
-    def from_file(cls, path: Path, pepper: str | None = None) -> ApiKeyAuthenticator:
-        return cls.from_entries(read_entries(path), str(path), pepper)
-
-    @classmethod
     def from_entries(
         cls, entries: Iterable[Entry], source: str, pepper: str | None = None
     ) -> ApiKeyAuthenticator:
