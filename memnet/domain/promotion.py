@@ -22,8 +22,8 @@ from memnet.domain import pointers
 from memnet.domain.errors import BadRequest
 from memnet.domain.likeness import contradicts, similarity
 from memnet.domain.pointers import Segments
-from memnet.domain.profiles import fill_value
 from memnet.domain.timestamps import parse_timestamp
+from memnet.domain.value_templates import fill_value
 
 FIELDS = frozenset({"id", "text", "event_ids", "count", "confidence", "timestamp", "evidence"})
 

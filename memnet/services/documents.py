@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from memnet.domain import upsert
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import serialise
@@ -29,7 +30,7 @@ from memnet.domain.policy import (
     change_violations,
     plan_ops,
 )
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.sensitivity import SensitivityRules
 from memnet.domain.timestamps import format_millis
 from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any

@@ -25,13 +25,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memnet.domain import pointers, proposals, provenance
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, canonical
 from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import parse_ops
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.proposal_queue import (
     check_approvable,
     find_item,

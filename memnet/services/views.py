@@ -16,12 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from memnet.domain import pointers, proposals
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Forbidden, Unprocessable
 from memnet.domain.patching import Op, apply_in_place, apply_ops, parse_ops
 from memnet.domain.pointers import Segments
 from memnet.domain.policy import Violation
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.sensitivity import (
     SensitivityRules,
     View,
