@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memnet.domain import pointers, provenance
+from memnet.domain import sensitivity_views as views
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.context_render import (
@@ -35,7 +36,6 @@ from memnet.domain.profiles import Profile, RoutingRules
 from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint, semantic_confidence
 from memnet.domain.similarity import Similarity
 from memnet.ports import BlobStore, Clock
-from memnet.services import views
 from memnet.services.context_reads import (
     IndexCache,
     Monotonic,

@@ -16,6 +16,8 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+from memnet.domain import sensitivity_answers as view_answers
+from memnet.domain import sensitivity_views as views
 from memnet.domain import upsert
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
@@ -41,7 +43,7 @@ from memnet.ports import (
     PreconditionFailed,
     StorageError,
 )
-from memnet.services import telemetry, view_answers, views
+from memnet.services import telemetry
 from memnet.services.audit import AuditLog, apply_change, ops_sha256
 from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.document_records import (

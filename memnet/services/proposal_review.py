@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memnet.domain import pointers, proposals, provenance
+from memnet.domain import sensitivity_views as views
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
@@ -42,7 +43,6 @@ from memnet.domain.proposal_queue import (
 )
 from memnet.domain.timestamps import format_millis
 from memnet.ports import Clock
-from memnet.services import views
 from memnet.services.audit import AuditLog
 from memnet.services.documents import DocumentService
 from memnet.services.listing import DocumentListing, NamespaceRef

@@ -7,7 +7,7 @@ against that view (array indexes translated to the stored document's; a path int
 hidden content refused), may not change hidden content nor add content above its
 clearance, and reads a document's history only with every class's clearance (its
 records hold every value ever written). Answers and errors in the caller's terms:
-:mod:`memnet.services.view_answers`.
+:mod:`memnet.domain.sensitivity_answers`.
 """
 
 from __future__ import annotations
