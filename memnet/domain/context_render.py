@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memnet.domain import text_render
+from memnet.domain.bindings import Binding
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.envelope import char_count
-from memnet.domain.profiles import Binding, RenderRules
+from memnet.domain.profiles import RenderRules
 from memnet.domain.routing import ProjectRanking
 
 SEPARATOR = "\n\n"

@@ -2,15 +2,14 @@
 
 The service owns every envelope field; ops may only touch ``/content``. ``change_id``
 ties the stored document to its newest audit record (docs/decisions.md, "Audit and history").
+A leaf of the domain: every rule module may import it (a fresh document of a binding is
+:func:`memnet.domain.bindings.new_envelope`).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
-
-from memnet.domain.profiles import Binding
 
 ENVELOPE_FIELDS = (
     "doc_id",
@@ -47,22 +46,6 @@ def envelope_schema(schema_id: str, schema_version: str, content_ref: str) -> di
             "schema_version": {"const": schema_version},
             "content": {"$ref": content_ref},
         },
-    }
-
-
-def new_envelope(
-    binding: Binding, doc_id: str, timestamp: str, actor: str, change_id: str
-) -> dict[str, Any]:
-    """A fresh document holding the binding's initial content."""
-    return {
-        "doc_id": doc_id,
-        "schema_id": binding.schema_id,
-        "schema_version": binding.schema_version,
-        "created_at": timestamp,
-        "updated_at": timestamp,
-        "updated_by": actor,
-        "change_id": change_id,
-        "content": copy.deepcopy(dict(binding.initial_content)),
     }
 
 

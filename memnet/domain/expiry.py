@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from memnet.domain.bindings import Binding
 from memnet.domain.envelope import EXPIRES_AT
-from memnet.domain.profiles import Binding
 from memnet.domain.timestamps import InvalidTimestamp, format_millis, parse_timestamp
 
 

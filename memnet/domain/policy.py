@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memnet.domain import freshness, pointers, proposals
+from memnet.domain.bindings import Binding
 from memnet.domain.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
 from memnet.domain.patching import Op
 from memnet.domain.pointers import Segments
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 
 
 @dataclass(frozen=True)

@@ -8,98 +8,23 @@ file and field.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from memnet.domain import pointers
+from memnet.domain import compaction, freshness, guard, pointers, promotion, sensitivity
+from memnet.domain.bindings import Binding, parse_binding
+from memnet.domain.compaction import CompactionRules
+from memnet.domain.freshness import FreshnessRules
+from memnet.domain.guard import GuardRules
 from memnet.domain.pointers import Segments
-
-if TYPE_CHECKING:  # imported when a profile is built: they use the envelope, which uses us
-    from memnet.domain.compaction import CompactionRules
-    from memnet.domain.freshness import FreshnessRules
-    from memnet.domain.guard import GuardRules
-    from memnet.domain.promotion import PromotionRules
-    from memnet.domain.ranking import Ranking
-    from memnet.domain.sensitivity import SensitivityRules
-    from memnet.domain.upsert import IdentityRule
+from memnet.domain.promotion import PromotionRules
+from memnet.domain.ranking import Ranking
+from memnet.domain.sensitivity import SensitivityRules
 
 DEFAULT_MAX_OPS = 50
 DEFAULT_MAX_STATEMENTS = 20
-_TEMPLATE_VAR = re.compile(r"\{([a-z_]+)\}")
-_VAR_VALUE = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
-INLINE_FIELDS = frozenset({"text", "message_id", "timestamp"})
-WHOLE_FIELDS = frozenset({"confidence", "evidence"})
-
-
-@dataclass(frozen=True)
-class Binding:
-    """One document a profile governs: where it lives, its schema and its limits."""
-
-    binding_id: str
-    namespace: str
-    schema_id: str
-    schema_version: str
-    max_chars: int
-    read_priority: int
-    write_mode: str
-    path: str | None = None
-    path_template: str | None = None
-    array_limits: Mapping[Segments, int] = field(default_factory=dict)
-    initial_content: Mapping[str, Any] = field(default_factory=dict)
-    in_context: bool = True
-    ttl_seconds: int | None = None  # expires this long after its last write
-    lookup_fields: Mapping[str, Segments] = field(default_factory=dict)
-    item_identity: Mapping[Segments, IdentityRule] = field(default_factory=dict)
-    scope: str = "user"  # "tenant": one document the tenant's users share
-    write_roles: frozenset[str] | None = None  # None: the scope's default (write_roles_of)
-
-    def path_for(self, variables: Mapping[str, str]) -> str | None:
-        """The concrete path: fixed, or the template filled from ``variables``."""
-        if self.path is not None:
-            return self.path
-        names = _TEMPLATE_VAR.findall(self.path_template or "")
-        if not all(name in variables for name in names):
-            return None
-        return _TEMPLATE_VAR.sub(lambda m: variables[m.group(1)], self.path_template or "")
-
-    def uses_variable(self, name: str) -> bool:
-        return name in _TEMPLATE_VAR.findall(self.path_template or "")
-
-    def match(self, namespace: str, path: str) -> dict[str, str] | None:
-        """Return the template variables if this binding covers ``namespace/path``."""
-        if namespace != self.namespace:
-            return None
-        if self.path is not None:
-            return {} if path == self.path else None
-        found = _template_regex(self.path_template or "").fullmatch(path)
-        return None if found is None else found.groupdict()
-
-    @property
-    def writable(self) -> bool:
-        return self.write_mode != "read_only"
-
-    @property
-    def shared(self) -> bool:
-        return self.scope == "tenant"
-
-    @property
-    def patch_roles(self) -> frozenset[str]:
-        """Roles that may patch its documents: ``write_roles``, else ``write`` for a
-        user's own documents and ``admin`` for the tenant's shared ones."""
-        if self.write_roles is not None:
-            return self.write_roles
-        return frozenset({"admin"} if self.shared else {"write"})
-
-
-def _template_regex(template: str) -> re.Pattern[str]:
-    parts = _TEMPLATE_VAR.split(template)
-    regex = "".join(
-        f"(?P<{part}>{_VAR_VALUE})" if i % 2 else re.escape(part) for i, part in enumerate(parts)
-    )
-    return re.compile(regex)
 
 
 @dataclass(frozen=True)
@@ -156,7 +81,8 @@ class ContextRules:
 class StatementRule:
     """One ``replay_rules`` statement (docs/profiles.md): where ``pattern`` matches a
     message of one of ``roles``, its ``text`` group becomes ``value`` (a template, see
-    :func:`fill_value`) added at ``pointer`` of the ``binding_id`` document."""
+    :func:`~memnet.domain.value_templates.fill_value`) added at ``pointer`` of the
+    ``binding_id`` document."""
 
     rule_id: str
     pattern: re.Pattern[str]
@@ -215,11 +141,9 @@ class Profile:
 
 def build_profile(raw: Mapping[str, Any]) -> Profile:
     """Build a :class:`Profile` from an already meta-schema-valid mapping."""
-    from memnet.domain import compaction
-
     return Profile(
         profile_id=raw["profile_id"],
-        bindings=tuple(_build_binding(b) for b in raw["document_bindings"]),
+        bindings=tuple(parse_binding(b) for b in raw["document_bindings"]),
         writable_paths=_pointer_map(raw.get("writable_path_rules", {})),
         denied_paths=_pointer_map(raw.get("denied_path_rules", {})),
         max_ops_per_patch=raw.get("patch_rules", {}).get("max_ops_per_patch", DEFAULT_MAX_OPS),
@@ -241,36 +165,26 @@ def build_profile(raw: Mapping[str, Any]) -> Profile:
 
 
 def _build_guard(raw: Mapping[str, Any] | None) -> GuardRules | None:
-    from memnet.domain.guard import parse_rules
-
-    return parse_rules(raw)
+    return guard.parse_rules(raw)
 
 
 def _build_sensitivity(raw: Mapping[str, Any]) -> dict[str, SensitivityRules]:
-    from memnet.domain.sensitivity import parse_rules
-
     rules = raw.get("sensitivity_rules")
     if rules is None:
         return {}
     ids = ["", *(b["binding_id"] for b in raw["document_bindings"])]
-    return {binding_id: parse_rules(rules, binding_id) for binding_id in ids}
+    return {binding_id: sensitivity.parse_rules(rules, binding_id) for binding_id in ids}
 
 
 def _build_promotion(raw: Mapping[str, Any] | None) -> PromotionRules | None:
-    from memnet.domain.promotion import parse_rules
-
-    return None if raw is None else parse_rules(raw)
+    return None if raw is None else promotion.parse_rules(raw)
 
 
 def _build_ranking(raw: Mapping[str, Any] | None) -> Ranking | None:
-    from memnet.domain.ranking import Ranking
-
     return None if raw is None else Ranking.of(raw)
 
 
 def _build_freshness(raw: Mapping[str, Any]) -> FreshnessRules | None:
-    from memnet.domain import freshness
-
     rules = raw.get("freshness_rules")
     return None if rules is None else freshness.parse_rules(rules)
 
@@ -287,24 +201,6 @@ def freshness_problem(raw: Mapping[str, Any]) -> tuple[str, str] | None:
         if pending[binding_id] in sections:
             return where, "lists the binding's pending section"
     return None
-
-
-def _build_binding(raw: Mapping[str, Any]) -> Binding:
-    limits = {pointers.parse(p): n for p, n in raw.get("array_limits", {}).items()}
-    from memnet.domain import upsert
-
-    lookups = {name: pointers.parse(p) for name, p in raw.get("lookup_fields", {}).items()}
-    identity = upsert.parse_rules(raw.get("item_identity", {}))
-    parsed = ("array_limits", "lookup_fields", "item_identity", "write_roles")
-    fields = {k: v for k, v in raw.items() if k not in parsed}
-    roles = frozenset(raw["write_roles"]) if "write_roles" in raw else None
-    return Binding(
-        **fields,
-        array_limits=limits,
-        lookup_fields=lookups,
-        item_identity=identity,
-        write_roles=roles,
-    )
 
 
 def _pointer_map(raw: Mapping[str, list[str]]) -> dict[str, tuple[Segments, ...]]:
@@ -359,56 +255,3 @@ def _build_replay(raw: Mapping[str, Any]) -> ReplayRules:
         ),
         max_statements=raw.get("max_statements", DEFAULT_MAX_STATEMENTS),
     )
-
-
-def fill_value(template: Any, fields: Mapping[str, Any]) -> Any:
-    """``template`` with its fields filled: a string that is exactly ``{name}`` becomes
-    ``fields[name]`` whatever its type; ``{text}``, ``{message_id}`` and ``{timestamp}``
-    inside longer strings are replaced in one pass (a filled-in text is not scanned again,
-    so a message cannot smuggle in another field)."""
-    if isinstance(template, dict):
-        return {key: fill_value(item, fields) for key, item in template.items()}
-    if isinstance(template, list):
-        return [fill_value(item, fields) for item in template]
-    if not isinstance(template, str):
-        return template
-    whole = _TEMPLATE_VAR.fullmatch(template)
-    if whole is not None and whole.group(1) in fields:
-        return fields[whole.group(1)]
-    return _TEMPLATE_VAR.sub(lambda m: str(fields.get(m.group(1), m.group(0))), template)
-
-
-def statement_fields(
-    text: str, message_id: str, timestamp: str, confidence: float, snapshot_uri: str
-) -> dict[str, Any]:
-    """What a ``value`` template may name, for one statement found in one message."""
-    return {
-        "text": text,
-        "message_id": message_id,
-        "timestamp": timestamp,
-        "confidence": confidence,
-        "evidence": {"message_ids": [message_id], "snapshot_uri": snapshot_uri},
-    }
-
-
-def template_fields(template: Any) -> frozenset[str]:
-    """The ``{name}`` fields a ``value`` template (or one member of it) uses."""
-    return frozenset(_TEMPLATE_VAR.findall(json.dumps(template)))
-
-
-def template_problem(template: Any) -> str | None:
-    """Why a ``value`` template cannot be filled, or None: an unknown ``{name}``, or
-    ``{confidence}``/``{evidence}`` (not strings) inside a longer string."""
-    stack = [template]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict | list):
-            stack.extend(node.values() if isinstance(node, dict) else node)
-        elif isinstance(node, str):
-            whole = _TEMPLATE_VAR.fullmatch(node)
-            for name in _TEMPLATE_VAR.findall(node):
-                if name not in INLINE_FIELDS | WHOLE_FIELDS:
-                    return f"unknown field {{{name}}}"
-                if name in WHOLE_FIELDS and whole is None:
-                    return f"{{{name}}} must be the whole string"
-    return None

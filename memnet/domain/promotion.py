@@ -21,7 +21,7 @@ from typing import Any
 from memnet.domain import pointers
 from memnet.domain.likeness import contradicts, similarity
 from memnet.domain.pointers import Segments
-from memnet.domain.profiles import fill_value
+from memnet.domain.value_templates import fill_value
 
 FIELDS = frozenset({"id", "text", "event_ids", "count", "confidence", "timestamp", "evidence"})
 

@@ -9,12 +9,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memnet.domain import pointers
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.envelope import CONTENT
 from memnet.domain.errors import Conflict, Forbidden, Unprocessable
 from memnet.domain.layout import DocumentRef
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.proposals import expires_at, id_of, items_at, target_of
 from memnet.domain.timestamps import format_millis
 

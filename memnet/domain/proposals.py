@@ -14,11 +14,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memnet.domain import pointers
+from memnet.domain.bindings import Binding
 from memnet.domain.compaction import Plan, Removed
 from memnet.domain.envelope import CONTENT, canonical
 from memnet.domain.errors import BadRequest
 from memnet.domain.pointers import Segments
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.timestamps import parse_timestamp
 
 NOT_WRITABLE = "a pending item's target_path must be a path this binding lets ops write."

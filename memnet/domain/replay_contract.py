@@ -32,11 +32,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memnet.domain.bindings import Binding
 from memnet.domain.errors import BadRequest
 from memnet.domain.identifiers import SEGMENT
 from memnet.domain.patching import parse_ops
 from memnet.domain.policy import WriteIntent, plan_ops
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.transcript import Transcript
 
 MAX_DIGESTS = 5

@@ -29,10 +29,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memnet.domain import guard_content, pointers
+from memnet.domain.bindings import Binding
 from memnet.domain.guard import GuardRules, Source, content_holds, evidence_pieces, foreign_evidence
 from memnet.domain.patching import Op, parse_ops
 from memnet.domain.pointers import Segments
-from memnet.domain.profiles import Binding
 from memnet.domain.replay_contract import (
     Digest,
     ExtractionRequest,

@@ -10,10 +10,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from memnet.domain import pointers
+from memnet.domain.bindings import Binding
 from memnet.domain.envelope import CONTENT, MAX_DOCUMENT_DEPTH, char_count
 from memnet.domain.errors import Unprocessable
 from memnet.domain.policy import Violation
-from memnet.domain.profiles import Binding
 
 MAX_REPORTED = 20
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from memnet.domain import compaction, freshness, proposals
+from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.compaction import Plan, Protection
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
@@ -46,7 +47,6 @@ from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.proposals import items_at
 from memnet.ports import BlobInfo, BlobStore, Clock, MessageQueue, SearchIndex
-from memnet.services import views
 from memnet.services.audit import AuditLog
 from memnet.services.compaction_digest import (
     COMPACTION_CALLER,

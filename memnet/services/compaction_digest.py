@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain import compaction
+from memnet.domain.bindings import Binding
 from memnet.domain.compaction import CompactionRules
 from memnet.domain.envelope import canonical
 from memnet.domain.event_model import SNAPSHOT_URI
 from memnet.domain.layout import DocumentRef
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.timestamps import format_millis
 from memnet.services.audit import change_time
 

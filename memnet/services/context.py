@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memnet.domain import pointers, provenance
+from memnet.domain import sensitivity_views as views
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.context_render import (
     Decision,
@@ -30,11 +32,10 @@ from memnet.domain.context_render import (
 )
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.layout import DocumentRef
-from memnet.domain.profiles import Binding, Profile, RoutingRules
+from memnet.domain.profiles import Profile, RoutingRules
 from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint, semantic_confidence
 from memnet.domain.similarity import Similarity
 from memnet.ports import BlobStore, Clock
-from memnet.services import views
 from memnet.services.context_reads import (
     IndexCache,
     Monotonic,

@@ -25,10 +25,11 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from memnet.domain import pointers
+from memnet.domain.bindings import Binding
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef
-from memnet.domain.profiles import Binding, RoutingRules
+from memnet.domain.profiles import RoutingRules
 from memnet.domain.routing import RoutingIndex
 from memnet.ports import BlobNotFound, BlobStore
 

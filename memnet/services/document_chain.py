@@ -10,11 +10,11 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from memnet.domain.bindings import Binding
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, EtagMismatch, NotFound
 from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef, audit_name, user_prefix
-from memnet.domain.profiles import Binding
 from memnet.domain.rebase import conflict
 from memnet.ports import BlobNotFound, BlobStore, Clock
 from memnet.services.audit import AuditLog, change_time, fold

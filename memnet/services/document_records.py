@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from memnet.domain import guard, pointers, proposals
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, EXPIRES_AT
@@ -19,7 +20,7 @@ from memnet.domain.expiry import expires_at
 from memnet.domain.layout import DocumentRef, user_prefix
 from memnet.domain.patching import Op
 from memnet.domain.policy import Violation
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.proposal_queue import target_problem
 from memnet.domain.timestamps import format_millis
 from memnet.services.audit import ops_sha256

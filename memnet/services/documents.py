@@ -16,7 +16,10 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+from memnet.domain import sensitivity_answers as view_answers
+from memnet.domain import sensitivity_views as views
 from memnet.domain import upsert
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import serialise
@@ -29,7 +32,7 @@ from memnet.domain.policy import (
     change_violations,
     plan_ops,
 )
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.sensitivity import SensitivityRules
 from memnet.domain.timestamps import format_millis
 from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
@@ -40,7 +43,7 @@ from memnet.ports import (
     PreconditionFailed,
     StorageError,
 )
-from memnet.services import telemetry, view_answers, views
+from memnet.services import telemetry
 from memnet.services.audit import AuditLog, apply_change, ops_sha256
 from memnet.services.document_chain import DocumentChain, write_response
 from memnet.services.document_records import (

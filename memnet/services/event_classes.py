@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.errors import BadRequest, Forbidden
 from memnet.domain.event_model import label, shown
 from memnet.domain.profiles import Profile
-from memnet.services import views
 from memnet.services.registry import ProfileRegistry
 
 

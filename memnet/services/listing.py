@@ -20,12 +20,13 @@ from datetime import datetime
 from typing import Any
 
 from memnet.domain import pointers
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest, NotFound
 from memnet.domain.expiry import expired
 from memnet.domain.identifiers import check_document_path
 from memnet.domain.layout import SHARED_OWNER, DocumentRef, user_prefix
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.ports import (
     BlobNotFound,
     BlobPage,

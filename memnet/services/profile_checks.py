@@ -9,6 +9,8 @@ from typing import Any
 
 from memnet.domain import pointers
 from memnet.domain.errors import ConfigError
+from memnet.domain.promotion import FIELDS
+from memnet.domain.value_templates import template_fields
 
 
 def check_scopes(raw: Mapping[str, Any], src: str) -> None:
@@ -92,9 +94,6 @@ def check_ranking(raw: Mapping[str, Any], src: str) -> None:
 
 def check_promotion(raw: Mapping[str, Any], src: str) -> None:
     """``promotion_rules`` writes a user's own fixed-path document, with known fields."""
-    from memnet.domain.profiles import template_fields
-    from memnet.domain.promotion import FIELDS
-
     rules = raw.get("promotion_rules")
     if rules is None:
         return

@@ -25,13 +25,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memnet.domain import pointers, proposals, provenance
+from memnet.domain import sensitivity_views as views
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, canonical
 from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import parse_ops
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.proposal_queue import (
     check_approvable,
     find_item,
@@ -41,7 +43,6 @@ from memnet.domain.proposal_queue import (
 )
 from memnet.domain.timestamps import format_millis
 from memnet.ports import Clock
-from memnet.services import views
 from memnet.services.audit import AuditLog
 from memnet.services.documents import DocumentService
 from memnet.services.listing import DocumentListing, NamespaceRef

@@ -22,22 +22,15 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from memnet.domain import pointers
+from memnet.domain.bindings import Binding, new_envelope
 from memnet.domain.callers import Caller
-from memnet.domain.envelope import CONTENT, envelope_schema, new_envelope
+from memnet.domain.envelope import CONTENT, envelope_schema
 from memnet.domain.errors import BadRequest, ConfigError, NotFound, Unprocessable
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.policy import WriteIntent, plan_ops
-from memnet.domain.profiles import (
-    Binding,
-    Profile,
-    StatementRule,
-    build_profile,
-    fill_value,
-    freshness_problem,
-    statement_fields,
-    template_problem,
-)
+from memnet.domain.profiles import Profile, StatementRule, build_profile, freshness_problem
 from memnet.domain.proposals import ID_MEMBER, proposal_id
+from memnet.domain.value_templates import fill_value, statement_fields, template_problem
 from memnet.services.profile_checks import (
     check_identities,
     check_promotion,
@@ -350,8 +343,6 @@ _SAMPLE_ITEM = {ID_MEMBER: proposal_id("registry", "check.json", "0" * 32)}
 
 
 def _check_initial_content(registry: ProfileRegistry, profile: Profile, directory: Path) -> None:
-    from memnet.domain.envelope import new_envelope
-
     for i, binding in enumerate(profile.bindings):
         sample = new_envelope(
             binding,

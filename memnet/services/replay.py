@@ -35,6 +35,7 @@ from dataclasses import asdict, replace
 from functools import partial
 from typing import Any
 
+from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest, Conflict, EtagMismatch, MemnetError
 from memnet.domain.layout import DocumentRef, SnapshotRef
@@ -58,7 +59,7 @@ from memnet.ports import (
     ExtractorError,
     MessageQueue,
 )
-from memnet.services import telemetry, views
+from memnet.services import telemetry
 from memnet.services.documents import DocumentService
 from memnet.services.event_classes import replay_class
 from memnet.services.events import EventService

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import WriteCommand
 from memnet.domain.errors import Forbidden
 from memnet.domain.layout import DocumentRef
-from memnet.domain.profiles import Binding
 
 
 def scoped_ref(ref: DocumentRef, binding: Binding) -> DocumentRef:

@@ -20,6 +20,7 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest, Conflict, MemnetError, NotFound, Unavailable
 from memnet.domain.identifiers import check_identifier
@@ -34,7 +35,6 @@ from memnet.ports import (
     MessageQueue,
     PreconditionFailed,
 )
-from memnet.services import views
 from memnet.services.registry import ProfileRegistry
 from memnet.services.replay_records import ReplayRecord, ReplayRecords
 from memnet.services.replay_writes import REPLAY_QUEUE, uploader_clearance

@@ -10,9 +10,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memnet.domain.bindings import Binding
 from memnet.domain.context_render import SEPARATOR, Selected, apply_budget
 from memnet.domain.document_model import StoredDocument
-from memnet.domain.profiles import Binding, RenderRules
+from memnet.domain.profiles import RenderRules
 from tests.property.strategies import json_values, texts
 
 HEADER_LIKE = st.sampled_from(

@@ -18,11 +18,17 @@ Also: ``azure.functions`` only in entry points and the host; Azure SDKs only in
 function typed as the SDK's ``BlobClient`` that client, as the Functions worker does.
 The rule runs over ``memnet/``, ``funchost/`` and ``function_app.py``;
 ``test_a_planted_import_breaks_the_rule`` shows it failing.
+
+And no import circles among the modules of ``memnet/`` (docs/architecture.md, "The
+layers"): within a layer too, each module's imports point one way, so any module can be
+imported first and a type the rules need lives below them (``memnet.domain.bindings``
+below the rule parsers, below ``memnet.domain.profiles``).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -42,18 +48,23 @@ def module_name(path: Path) -> str:
 def imports(source: str, module: str) -> set[str]:
     """Every module ``source`` imports, absolute; ``from x import y`` counts ``x.y`` too."""
     found: set[str] = set()
-    package = module if module.count(".") == 0 else module.rsplit(".", 1)[0]
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = absolute(node, module)
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return found
+
+
+def absolute(node: ast.ImportFrom, module: str) -> str:
+    """The module ``from … import`` names, a relative one made absolute."""
+    if not node.level:
+        return node.module or ""
+    package = module if module.count(".") == 0 else module.rsplit(".", 1)[0]
+    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+    return ".".join([*anchor, node.module] if node.module else anchor)
 
 
 def layer(module: str) -> str:
@@ -188,3 +199,86 @@ def test_a_planted_import_breaks_the_rule(module: str, planted: str):
     path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
     source = path.read_text() + "\n" + planted + "\n"
     assert violations(source, module), planted
+
+
+def module_level(body: list[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The imports run when a module loads: at its top level, in ``if`` (``if
+    TYPE_CHECKING:`` too: a type checker follows it, and a circle there is one a reader
+    follows as well) and ``try`` blocks, never in a function."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.If):
+            yield from module_level(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            handlers = [s for h in node.handlers for s in h.body]
+            yield from module_level(node.body + handlers + node.orelse + node.finalbody)
+
+
+def loads(source: str, module: str, modules: Collection[str]) -> set[str]:
+    """The ``modules`` that ``source`` imports at module level; ``from x import y`` is
+    module ``x.y`` if there is one, else ``x``."""
+    found: set[str] = set()
+    for node in module_level(ast.parse(source).body):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+            continue
+        base = absolute(node, module)
+        found.update(
+            f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names
+        )
+    return {name for name in found if name in modules and name != module}
+
+
+def import_graph(planted: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+    """Each module of ``memnet/`` and the modules of ``memnet/`` it loads; ``planted``
+    adds a line to a module's source."""
+    sources = {module_name(p): p.read_text() for p in ROOT.joinpath("memnet").rglob("*.py")}
+    for module, line in (planted or {}).items():
+        sources[module] += "\n" + line + "\n"
+    return {module: loads(source, module, sources) for module, source in sources.items()}
+
+
+def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Each set of modules that import one another, directly or not, sorted."""
+    reach = {module: reachable(graph, module) for module in graph}
+    found = {
+        tuple(sorted(other for other in reach[module] if module in reach[other]))
+        for module in graph
+        if module in reach[module]
+    }
+    return sorted(map(list, found))
+
+
+def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph[module])
+    return seen
+
+
+def test_no_modules_of_the_core_import_one_another_in_a_circle():
+    assert circles(import_graph()) == []
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "from memnet.domain.bindings import Binding",
+        "from memnet.domain import bindings",
+        "if TYPE_CHECKING:\n    from memnet.domain.bindings import Binding",
+        "try:\n    import memnet.domain.bindings\nexcept ImportError:\n    pass",
+    ],
+)
+def test_a_planted_import_makes_a_circle(planted: str):
+    found = circles(import_graph({"memnet.domain.envelope": planted}))
+    assert [c for c in found if {"memnet.domain.envelope", "memnet.domain.bindings"} <= set(c)]
+
+
+def test_an_import_inside_a_function_makes_no_circle():
+    planted = "def later():\n    from memnet.domain.bindings import Binding"
+    assert circles(import_graph({"memnet.domain.envelope": planted})) == []

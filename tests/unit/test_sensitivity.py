@@ -8,12 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memnet.domain import pointers
+from memnet.domain import sensitivity_answers as view_answers
+from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Unprocessable
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.policy import Violation
 from memnet.domain.sensitivity import parse_rules, to_stored, to_view, view, write_violations
-from memnet.services import view_answers, views
 
 RULES = parse_rules(
     {

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from memnet.domain.bindings import Binding
 from memnet.domain.context_render import Selected, apply_budget
 from memnet.domain.document_model import StoredDocument
-from memnet.domain.profiles import Binding, RenderRules
+from memnet.domain.profiles import RenderRules
 from memnet.domain.text_render import content_lines, escape, header
 
 STARTER = RenderRules(("text", "fact", "note", "name"), frozenset({"evidence"}))

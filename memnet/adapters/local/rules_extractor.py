@@ -32,16 +32,10 @@ from typing import Any
 from memnet.domain import pointers, proposals
 from memnet.domain.envelope import CONTENT, canonical
 from memnet.domain.pointers import Segments
-from memnet.domain.profiles import (
-    Profile,
-    ReplayRules,
-    StatementRule,
-    fill_value,
-    statement_fields,
-    template_fields,
-)
+from memnet.domain.profiles import Profile, ReplayRules, StatementRule
 from memnet.domain.replay_contract import MAX_DIGEST_CHARS, ExtractionRequest
 from memnet.domain.transcript import MAX_TEXT_CHARS, Message, Transcript
+from memnet.domain.value_templates import fill_value, statement_fields, template_fields
 
 VERSION = "1.0.0"
 MAX_MATCHES_PER_RULE = 50

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from memnet.domain import pointers
+from memnet.domain.bindings import Binding
 from memnet.domain.envelope import CONTENT
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.replay_contract import (
     MAX_DIGEST_CHARS,
     MAX_DIGESTS,

@@ -32,10 +32,11 @@ from memnet.api.tools.invocation import (
 )
 from memnet.api.tools.scope import Scope, authenticated, scope_of
 from memnet.domain import pointers
+from memnet.domain.bindings import Binding
 from memnet.domain.envelope import CONTENT
 from memnet.domain.errors import BadRequest, NotFound, Unprocessable
 from memnet.domain.pointers import Segments
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.timestamps import format_timestamp
 
 ITEM_ARGUMENTS = ("memory_binding", "memory_path", "memory_value")

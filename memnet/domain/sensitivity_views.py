@@ -7,7 +7,7 @@ against that view (array indexes translated to the stored document's; a path int
 hidden content refused), may not change hidden content nor add content above its
 clearance, and reads a document's history only with every class's clearance (its
 records hold every value ever written). Answers and errors in the caller's terms:
-:mod:`memnet.services.view_answers`.
+:mod:`memnet.domain.sensitivity_answers`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from collections.abc import Callable
 from typing import Any
 
 from memnet.domain import pointers, proposals
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Forbidden, Unprocessable
 from memnet.domain.patching import Op, apply_in_place, apply_ops, parse_ops
 from memnet.domain.pointers import Segments
 from memnet.domain.policy import Violation
-from memnet.domain.profiles import Binding, Profile
+from memnet.domain.profiles import Profile
 from memnet.domain.sensitivity import (
     SensitivityRules,
     View,

@@ -16,7 +16,7 @@ from memnet.domain.errors import MemnetError
 from memnet.domain.patching import Op
 from memnet.domain.policy import Violation
 from memnet.domain.sensitivity import SensitivityRules, View, to_view, view
-from memnet.services.views import clearance
+from memnet.domain.sensitivity_views import clearance
 
 
 def shown_body(
