@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from memnet.domain.callers import ANY, Caller
 from memnet.domain.errors import ConfigError
+from memnet.local_settings import load_local_settings
 from memnet.services.event_index import INDEX_QUEUE
 from memnet.settings import APP_ROOT, LOCAL_SETTINGS
 
@@ -87,8 +88,6 @@ def _load(args: argparse.Namespace) -> Services:
     """The services from the settings file and the environment. Paths in settings are
     from the app's root (memnet.settings); a path typed on the command line is from the
     working directory, as a shell user means it."""
-    from funchost import load_local_settings
-
     load_local_settings(args.settings)
     if args.data_dir:
         os.environ["MEMNET_DATA_DIR"] = str(Path(args.data_dir).resolve())

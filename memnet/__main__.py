@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from memnet.commands import add_commands
 from memnet.domain.errors import ConfigError
 from memnet.domain.layout import SnapshotRef
+from memnet.local_settings import load_local_settings
 from memnet.settings import LOCAL_SETTINGS
 
 
@@ -71,7 +72,7 @@ def _replay(ref: SnapshotRef, args: argparse.Namespace) -> int:
     from memnet.services.replay_preview import preview
     from memnet.settings import Settings
 
-    _load_settings(args.settings)
+    load_local_settings(args.settings)
     settings = callers.with_vault_secrets(Settings.from_env())
     services = bootstrap.build(settings)
     if not args.dry_run:
@@ -91,27 +92,13 @@ def _governance(args: argparse.Namespace) -> int:
     from memnet import bootstrap, callers, commands
     from memnet.settings import Settings
 
-    _load_settings(args.settings)
+    load_local_settings(args.settings)
     try:
         services = bootstrap.build(callers.with_vault_secrets(Settings.from_env()))
     except ConfigError as error:
         print(f"mem.net cannot start: {error}", file=sys.stderr)
         return 2
     return commands.run(services, args)
-
-
-def _load_settings(path: str) -> None:
-    """Read ``local.settings.json`` values into the environment (the environment wins),
-    as ``func start`` and ``python -m funchost`` do."""
-    import os
-    from pathlib import Path
-
-    file = Path(path)
-    if not file.is_file():
-        return
-    values = json.loads(file.read_text(encoding="utf-8")).get("Values", {})
-    for name, value in values.items():
-        os.environ.setdefault(name, str(value))
 
 
 if __name__ == "__main__":

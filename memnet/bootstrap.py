@@ -84,6 +84,22 @@ class Services:
     proposals: ProposalReview
 
 
+@dataclass(frozen=True)
+class _Parts:
+    """What the capabilities are built from: the adapters and the stores they share."""
+
+    settings: Settings
+    clock: Clock
+    blobs: BlobStore
+    registry: ProfileRegistry
+    queue: MessageQueue
+    authenticator: Authenticator
+    index: SearchIndex
+    audit: AuditLog
+    idempotency: IdempotencyStore
+    tombstones: Tombstones
+
+
 def build(
     settings: Settings,
     *,
@@ -97,159 +113,254 @@ def build(
     extractor: Extractor | None = None,
     embedder: Embedder | None = None,
 ) -> Services:
-    """Wire everything; ``blobs``/``authenticator``/``clock`` override the configured ones."""
-    clock = clock or SystemClock()
+    """Wire everything; an adapter given here replaces the configured one (tests)."""
+    parts = _parts(settings, clock or SystemClock(), blobs, queue, authenticator, index)
+    return _wire(parts, similarity or LexicalSimilarity(), keys, extractor, embedder)
+
+
+def _wire(
+    parts: _Parts,
+    similarity: Similarity,
+    keys: KeyProvider | None,
+    extractor: Extractor | None,
+    embedder: Embedder | None,
+) -> Services:
+    """Each capability from the parts, in the order their settings and files are checked."""
+    documents = _documents(parts)
+    semantic = embedder if embedder is not None else make_embedder(parts.settings)
+    events = _events(parts, documents, semantic, given=embedder is not None)
+    snapshots, replay = _replay(parts, documents, events, keys, extractor, semantic)
+    holds = LegalHolds(parts.blobs, parts.clock)
+    quotas = Quotas(parts.blobs, parts.clock, quota_limits(parts.settings))
+    listing = DocumentListing(parts.blobs, parts.registry, parts.clock)
+    forget = _forget(parts, holds, quotas)
+    return Services(
+        settings=parts.settings,
+        blobs=parts.blobs,
+        registry=parts.registry,
+        authenticator=parts.authenticator,
+        documents=documents,
+        audit=parts.audit,
+        context=_context(parts, similarity),
+        events=events,
+        queue=parts.queue,
+        index=parts.index,
+        snapshots=snapshots,
+        replay=replay,
+        holds=holds,
+        forget=forget,
+        forget_conversation=_forget_conversation(parts, forget, documents, holds),
+        retention=_retention(parts),
+        compaction=_compaction(parts, documents, events),
+        quotas=quotas,
+        listing=listing,
+        proposals=ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock),
+    )
+
+
+def _parts(
+    settings: Settings,
+    clock: Clock,
+    blobs: BlobStore | None,
+    queue: MessageQueue | None,
+    authenticator: Authenticator | None,
+    index: SearchIndex | None,
+) -> _Parts:
+    """Storage, profiles, queue, callers and search index, in that order (a broken one
+    stops startup before the next is opened), and the stores every service shares."""
     blobs = blobs or blob_store(settings)
     registry = load_registry(settings.profiles_dir)
-    audit = AuditLog(blobs)
+    queue = queue or message_queue(settings)
+    authenticator = authenticator or callers.authenticator(settings, registry)
     idempotency = IdempotencyStore(
         blobs,
         clock,
-        timedelta(seconds=settings.idempotency_ttl_seconds),
-        timedelta(seconds=settings.idempotency_lease_seconds),
+        ttl=timedelta(seconds=settings.idempotency_ttl_seconds),
+        lease=timedelta(seconds=settings.idempotency_lease_seconds),
     )
     tombstones = Tombstones(
         blobs, clock, settings.forget_quiet_seconds, settings.forget_grace_seconds
     )
-    queue = queue or message_queue(settings)
-    trigger = CompactionTrigger(queue)  # a write that crosses its targets queues a compaction
-    documents = DocumentService(blobs, registry, audit, idempotency, clock, tombstones, trigger)
-    context = ContextService(
-        blobs,
-        registry,
-        similarity or LexicalSimilarity(),
+    return _Parts(
+        settings=settings,
+        clock=clock,
+        blobs=blobs,
+        registry=registry,
+        queue=queue,
+        authenticator=authenticator,
+        index=index or search_index(settings),
+        audit=AuditLog(blobs),
+        idempotency=idempotency,
+        tombstones=tombstones,
+    )
+
+
+def _documents(parts: _Parts) -> DocumentService:
+    return DocumentService(
+        blobs=parts.blobs,
+        registry=parts.registry,
+        audit=parts.audit,
+        idempotency=parts.idempotency,
+        clock=parts.clock,
+        tombstones=parts.tombstones,
+        # A write that crosses its targets queues a compaction.
+        after_commit=CompactionTrigger(parts.queue),
+    )
+
+
+def _context(parts: _Parts, similarity: Similarity) -> ContextService:
+    settings = parts.settings
+    return ContextService(
+        parts.blobs,
+        parts.registry,
+        similarity,
         index_ttl=settings.context_index_ttl_seconds,
         semantic_ttl=settings.context_semantic_ttl_seconds,
         read_workers=settings.context_read_workers,
-        clock=clock,
+        clock=parts.clock,
     )
-    auth = authenticator or callers.authenticator(settings, registry)
-    index = index or search_index(settings)
-    promotion = Promotion(documents, blobs, index, registry, clock)
-    semantic = embedder if embedder is not None else make_embedder(settings)
-    events = EventService(
-        blobs,
+
+
+def _events(
+    parts: _Parts, documents: DocumentService, embedder: Embedder | None, *, given: bool
+) -> EventService:
+    """Events and their search; a ``given`` embedder answers searches too, a configured
+    one gets its own instance for them (:func:`memnet.wiring.event_vectors`)."""
+    settings, index = parts.settings, parts.index
+    promotion = Promotion(documents, parts.blobs, index, parts.registry, parts.clock)
+    return EventService(
+        parts.blobs,
         index,
-        queue,
-        idempotency,
-        clock,
-        classes=EventClasses(registry),
-        tombstones=tombstones,
+        parts.queue,
+        parts.idempotency,
+        parts.clock,
+        classes=EventClasses(parts.registry),
+        tombstones=parts.tombstones,
         after_index=promotion.after_indexing if promotion.configured else None,
         promote_delay=settings.promote_delay_seconds,
         vectors=(
-            event_vectors(index, embedder)  # a given embedder answers searches too
-            if embedder is not None
-            else event_vectors(index, semantic, settings)
+            event_vectors(index, embedder) if given else event_vectors(index, embedder, settings)
         ),
         dense_weight=settings.search_dense_weight,
     )
-    records = ReplayRecords(blobs, clock)
+
+
+def _replay(
+    parts: _Parts,
+    documents: DocumentService,
+    events: EventService,
+    keys: KeyProvider | None,
+    extractor: Extractor | None,
+    embedder: Embedder | None,
+) -> tuple[SnapshotService, ReplayService]:
+    """Snapshots (encrypted under ``keys``) and their replay through ``extractor``."""
+    settings, registry = parts.settings, parts.registry
+    records = ReplayRecords(parts.blobs, parts.clock)
     snapshots = SnapshotService(
-        blobs, keys or key_provider(settings), queue, records, registry, tombstones
+        blobs=parts.blobs,
+        keys=keys or key_provider(settings),
+        queue=parts.queue,
+        records=records,
+        registry=registry,
+        tombstones=parts.tombstones,
     )
     replay = ReplayService(
-        snapshots,
-        records,
-        registry,
-        documents,
-        events,
-        extractor or make_extractor(settings, registry.schemas()),
-        queue,
-        clock,
-        settings.replay_retry_base_seconds,
-        settings.replay_retry_limit,
-        semantic,
+        snapshots=snapshots,
+        records=records,
+        registry=registry,
+        documents=documents,
+        events=events,
+        extractor=extractor or make_extractor(settings, registry.schemas()),
+        queue=parts.queue,
+        clock=parts.clock,
+        retry_base_seconds=settings.replay_retry_base_seconds,
+        retry_limit=settings.replay_retry_limit,
+        embedder=embedder,
     )
-    holds = LegalHolds(blobs, clock)
-    quotas = Quotas(blobs, clock, quota_limits(settings))
-    listing = DocumentListing(blobs, registry, clock)
-    forget = ForgetService(
-        blobs,
-        index,
-        queue,
-        holds,
-        clock,
-        JobSettings(
-            settings.job_max_seconds,
-            settings.sweep_page_size,
-            settings.forget_grace_seconds,
-            settings.blob_soft_delete_days,
-        ),
-        quotas.forget_user,
+    return snapshots, replay
+
+
+def _forget(parts: _Parts, holds: LegalHolds, quotas: Quotas) -> ForgetService:
+    settings = parts.settings
+    jobs = JobSettings(
+        job_max_seconds=settings.job_max_seconds,
+        page_size=settings.sweep_page_size,
+        grace_seconds=settings.forget_grace_seconds,
+        soft_delete_days=settings.blob_soft_delete_days,
     )
-    return Services(
-        settings,
-        blobs,
-        registry,
-        auth,
-        documents,
-        audit,
-        context,
-        events,
-        queue,
-        index,
-        snapshots,
-        replay,
-        holds,
-        forget,
-        ForgetConversation(forget, documents, registry, blobs, index, queue, holds, clock),
-        retention=_retention(settings, blobs, clock, index, audit, registry, tombstones),
-        compaction=CompactionService(
-            documents,
-            events,
-            registry,
-            audit,
-            blobs,
-            index,
-            queue,
-            clock,
-            settings.sweep_page_size,
-            settings.job_max_seconds,
-        ),
-        quotas=quotas,
-        listing=listing,
-        proposals=ProposalReview(documents, listing, registry, audit, clock),
+    return ForgetService(
+        blobs=parts.blobs,
+        index=parts.index,
+        queue=parts.queue,
+        holds=holds,
+        clock=parts.clock,
+        settings=jobs,
+        forget_counters=quotas.forget_user,
     )
 
 
-def quota_limits(settings: Settings) -> QuotaLimits:
-    return QuotaLimits(
-        settings.quota_user_requests,
-        settings.quota_user_writes,
-        settings.quota_service_requests,
-        settings.quota_service_writes,
-        settings.quota_window_seconds,
-        settings.quota_batch_max,
+def _forget_conversation(
+    parts: _Parts, forget: ForgetService, documents: DocumentService, holds: LegalHolds
+) -> ForgetConversation:
+    return ForgetConversation(
+        forget=forget,
+        documents=documents,
+        registry=parts.registry,
+        blobs=parts.blobs,
+        index=parts.index,
+        queue=parts.queue,
+        holds=holds,
+        clock=parts.clock,
     )
 
 
-def _retention(
-    settings: Settings,
-    blobs: BlobStore,
-    clock: Clock,
-    index: SearchIndex,
-    audit: AuditLog,
-    registry: ProfileRegistry,
-    tombstones: Tombstones,
-) -> RetentionService:
+def _retention(parts: _Parts) -> RetentionService:
     """The sweep, its policy checked now: a bad retention file stops startup."""
-    policy = retention_policy(registry, settings.retention_file, settings.audit_floor_days)
+    settings, blobs, clock = parts.settings, parts.blobs, parts.clock
+    policy = retention_policy(parts.registry, settings.retention_file, settings.audit_floor_days)
     idempotency = (
         timedelta(seconds=settings.idempotency_ttl_seconds),
         timedelta(seconds=settings.idempotency_lease_seconds),
     )
     return RetentionService(
-        blobs,
-        clock,
-        index,
-        audit,
-        policy,
-        idempotency,
-        settings.sweep_page_size,
-        settings.job_max_seconds,
-        tombstones,
-        DocumentExpiry(blobs, clock, shortest_ttl(registry)),
+        blobs=blobs,
+        clock=clock,
+        index=parts.index,
+        audit=parts.audit,
+        policy=policy,
+        idempotency=idempotency,
+        page_size=settings.sweep_page_size,
+        max_seconds=settings.job_max_seconds,
+        tombstones=parts.tombstones,
+        expiry=DocumentExpiry(blobs, clock, shortest_ttl(parts.registry)),
+    )
+
+
+def _compaction(
+    parts: _Parts, documents: DocumentService, events: EventService
+) -> CompactionService:
+    return CompactionService(
+        documents=documents,
+        events=events,
+        registry=parts.registry,
+        audit=parts.audit,
+        blobs=parts.blobs,
+        index=parts.index,
+        queue=parts.queue,
+        clock=parts.clock,
+        page_size=parts.settings.sweep_page_size,
+        max_seconds=parts.settings.job_max_seconds,
+    )
+
+
+def quota_limits(settings: Settings) -> QuotaLimits:
+    return QuotaLimits(
+        user_requests=settings.quota_user_requests,
+        user_writes=settings.quota_user_writes,
+        service_requests=settings.quota_service_requests,
+        service_writes=settings.quota_service_writes,
+        window_seconds=settings.quota_window_seconds,
+        batch_max=settings.quota_batch_max,
     )
 
 

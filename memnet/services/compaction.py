@@ -83,6 +83,7 @@ def job_caller(caller_id: str, tenant_id: str) -> Caller:
 class CompactionService:
     def __init__(
         self,
+        *,
         documents: DocumentService,
         events: EventService,
         registry: ProfileRegistry,

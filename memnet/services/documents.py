@@ -67,6 +67,7 @@ from memnet.services.tombstones import Tombstones
 class DocumentService:
     def __init__(
         self,
+        *,
         blobs: BlobStore,
         registry: ProfileRegistry,
         audit: AuditLog,

@@ -98,6 +98,7 @@ def hold_kind(kind: str) -> str:
 class ForgetService:
     def __init__(
         self,
+        *,
         blobs: BlobStore,
         index: SearchIndex,
         queue: MessageQueue,

@@ -45,6 +45,7 @@ BUSY_RETRY_SECONDS = 30
 class ForgetConversation:
     def __init__(
         self,
+        *,
         forget: ForgetService,
         documents: DocumentService,
         registry: ProfileRegistry,

@@ -89,6 +89,7 @@ class ReplayFailed(Exception):
 class ReplayService:
     def __init__(
         self,
+        *,
         snapshots: SnapshotService,
         records: ReplayRecords,
         registry: ProfileRegistry,

@@ -112,6 +112,7 @@ _CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 class RetentionService:
     def __init__(
         self,
+        *,
         blobs: BlobStore,
         clock: Clock,
         index: SearchIndex,

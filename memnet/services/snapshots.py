@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 class SnapshotService:
     def __init__(
         self,
+        *,
         blobs: BlobStore,
         keys: KeyProvider,
         queue: MessageQueue,

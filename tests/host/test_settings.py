@@ -1,4 +1,4 @@
-"""local.settings.json loading."""
+"""local.settings.json loading and the host's limits."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from funchost import HostLimits, LocalSettingsError, load_local_settings
+from funchost import HostLimits
+from memnet.local_settings import LocalSettingsError, load_local_settings
 
 
 def test_values_applied_unless_environment_has_them(
