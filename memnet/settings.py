@@ -16,6 +16,8 @@ from pathlib import Path
 from memnet.domain.errors import ConfigError
 
 STORAGE_KINDS = ("local", "azure")
+# MEMNET_STORAGE (blobs and queues) may also be "memory": tests, a throwaway local host.
+BLOB_QUEUE_KINDS = ("local", "memory", "azure")
 EXTRACTORS = ("rules", "openai", "azure-openai")
 EMBEDDERS = ("none", "openai", "azure-openai")
 AUTH_MODES = ("apikeys", "entra", "appservice")
@@ -198,8 +200,8 @@ class Settings:
         return settings
 
     def check(self) -> None:
-        if self.storage not in STORAGE_KINDS:
-            raise ConfigError("settings", "MEMNET_STORAGE", f"must be one of {STORAGE_KINDS}")
+        if self.storage not in BLOB_QUEUE_KINDS:
+            raise ConfigError("settings", "MEMNET_STORAGE", f"must be one of {BLOB_QUEUE_KINDS}")
         if self.storage == "azure" and not (self.blob_connection_string or self.blob_account_url):
             raise ConfigError(
                 "settings",
