@@ -31,6 +31,8 @@ from memnet.adapters.azure.blobstore import map_azure_errors
 from memnet.adapters.local import durable
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.adapters.local.etags import ATTR, etag_from_stat
+from memnet.adapters.memory.blobstore import MemoryBlobStore
+from memnet.adapters.memory.queue import MemoryQueue
 from memnet.domain.errors import ConfigError
 from memnet.ports import (
     Blob,
@@ -42,7 +44,7 @@ from memnet.ports import (
     StorageUnavailable,
 )
 from memnet.settings import Settings
-from memnet.wiring import blob_store
+from memnet.wiring import blob_store, message_queue
 from tests.contract.sdk_errors import http_error, with_code
 
 STALE = '"0x0000000000000000"'
@@ -581,6 +583,14 @@ def test_fsync_is_on_unless_memnet_local_fsync_is_false(tmp_path: Path) -> None:
     assert [isinstance(s, FileBlobStore) and s.fsync for s in stores] == [True, True, False]
     with pytest.raises(ConfigError, match="MEMNET_LOCAL_FSYNC"):
         Settings.from_env({**env, "MEMNET_LOCAL_FSYNC": "no"})
+
+
+def test_memnet_storage_memory_selects_the_memory_blob_store_and_queue(tmp_path: Path) -> None:
+    env = {"MEMNET_CALLERS_FILE": "callers.dev.json", "MEMNET_DATA_DIR": str(tmp_path)}
+    settings = Settings.from_env({**env, "MEMNET_STORAGE": "memory"})
+    assert isinstance(blob_store(settings), MemoryBlobStore)
+    assert isinstance(message_queue(settings), MemoryQueue)
+    assert list(tmp_path.iterdir()) == []  # no disk: nothing made in the data directory
 
 
 # --- the Azure SDK error mapping --------------------------------------------------------------
