@@ -22,6 +22,9 @@ from typing import Any, NamedTuple
 from memnet.domain.errors import ConfigError
 
 STORAGE_KINDS = ("local", "azure")
+# The blob store and queue also run in memory (tests, a throwaway server: docs/decisions.md
+# "Storage: the memory backend"); search and keys are "local" or "azure" only.
+BLOB_QUEUE_KINDS = ("local", "memory", "azure")
 EXTRACTORS = ("rules", "openai", "azure-openai")
 EMBEDDERS = ("none", "openai", "azure-openai")
 AUTH_MODES = ("apikeys", "entra", "appservice")
@@ -133,7 +136,7 @@ def _modes(value: tuple[str, ...]) -> str | None:
 
 @dataclass(frozen=True)
 class Settings:
-    storage: str = setting("MEMNET_STORAGE", TEXT, "local", one_of(STORAGE_KINDS))
+    storage: str = setting("MEMNET_STORAGE", TEXT, "local", one_of(BLOB_QUEUE_KINDS))
     data_dir: Path = setting("MEMNET_DATA_DIR", PATH, APP_ROOT / ".memnet")
     profiles_dir: Path = setting("MEMNET_PROFILES_DIR", PATH, APP_ROOT / "profiles")
     callers_file: Path | None = setting("MEMNET_CALLERS_FILE", OPTIONAL_PATH)  # required

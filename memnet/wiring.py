@@ -38,13 +38,18 @@ def blob_store(settings: Settings) -> BlobStore:
             )
         store.ensure_container()  # once per process, on first use; idempotent
         return store
+    if settings.storage == "memory":
+        from memnet.adapters.memory.blobstore import MemoryBlobStore
+
+        return MemoryBlobStore()
     from memnet.adapters.local.blobstore import FileBlobStore
 
     return FileBlobStore(settings.data_dir, settings.blob_container, fsync=settings.local_fsync)
 
 
 def message_queue(settings: Settings) -> MessageQueue:
-    """Azure Storage Queues beside Azure Blob; else a SQLite file in the data directory."""
+    """Azure Storage Queues beside Azure Blob, memory beside memory; else a SQLite file in
+    the data directory."""
     if settings.storage == "azure":
         from memnet.adapters.azure.queue import AzureStorageQueue
 
@@ -52,6 +57,10 @@ def message_queue(settings: Settings) -> MessageQueue:
             return AzureStorageQueue.from_connection_string(settings.queue_connection_string)
         assert settings.queue_account_url is not None  # Settings.check guarantees one
         return AzureStorageQueue.from_account_url(settings.queue_account_url)
+    if settings.storage == "memory":
+        from memnet.adapters.memory.queue import MemoryQueue
+
+        return MemoryQueue()
     from memnet.adapters.local.queue import SqliteQueue
 
     return SqliteQueue(settings.data_dir / "queue.sqlite3")

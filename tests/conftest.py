@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
@@ -35,6 +36,13 @@ __all__ = ["azurite", "azurite_queue"]
 
 
 STARTER = "project-copilot-v1"
+
+# Where a service-level test runs when storage is not what it is about: blobs and queues in
+# memory, no disk (docs/testing.md). MEMNET_TEST_BACKENDS=memory,local,azurite runs such
+# tests on the file store and SQLite queue, and on Azurite, too.
+SERVICE_BACKENDS = os.environ.get("MEMNET_TEST_BACKENDS", "memory").split(",")
+# Where a test about storage runs (what a forget or the retention sweep leaves behind).
+STORAGE_BACKENDS = ["local", "azurite"]
 
 
 def starter_profiles(target: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
@@ -72,10 +80,11 @@ def make_settings(data_dir: Path, **overrides: object) -> Settings:
 
 
 def backend_settings(request: pytest.FixtureRequest, backend: str, data_dir: Path) -> Settings:
-    """Settings for one storage backend: local files and SQLite, or Azure Blob and Azure
-    Storage Queues on the session's Azurite (the search index is the embedded one on both)."""
-    if backend == "local":
-        return make_settings(data_dir)
+    """Settings for one storage backend: memory, local files and SQLite, or Azure Blob and
+    Azure Storage Queues on the session's Azurite (the search index is the embedded one on
+    each)."""
+    if backend in ("memory", "local"):
+        return make_settings(data_dir, storage=backend)
     server = request.getfixturevalue("azurite_queue")
     empty_index_queues(server.queue_connection_string)
     return make_settings(
@@ -101,9 +110,9 @@ def empty_index_queues(connection_string: str) -> None:
                 client.clear_messages()
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=SERVICE_BACKENDS)
 def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
-    """The whole service on each storage backend."""
+    """The whole service on each of :data:`SERVICE_BACKENDS`."""
     settings = backend_settings(request, request.param, tmp_path / "data")
     built = bootstrap.build(settings)
     bootstrap.install(built)

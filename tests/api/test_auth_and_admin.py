@@ -143,9 +143,12 @@ def test_health_needs_no_key_and_says_only_that_the_app_is_up(client: ApiClient)
 def test_health_details_name_backends_for_an_admin(client: ApiClient, services: Services):
     reply = client.as_key(ADMIN_KEY).request("GET", "/v1/health/details")
     assert reply.status == 200
-    expected = "azure blob container" if services.settings.storage == "azure" else "local files"
-    assert reply.data["storage"].startswith(expected)
-    queue = "azure storage queues" if services.settings.storage == "azure" else "sqlite queue"
+    storage, queue = {
+        "azure": ("azure blob container", "azure storage queues"),
+        "memory": ("memory (lost on exit)", "memory queue (lost on exit)"),
+        "local": ("local files", "sqlite queue"),
+    }[services.settings.storage]
+    assert reply.data["storage"].startswith(storage)
     assert reply.data["queue"].startswith(queue)
     assert reply.data["search"].startswith("sqlite search index")
     assert reply.data["auth"].startswith("api keys")

@@ -21,7 +21,7 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from tests.clients import ApiClient, DirectClient, HttpClient, Reply
-from tests.conftest import ADMIN_KEY, AGENT_KEY, backend_settings, doc_url
+from tests.conftest import ADMIN_KEY, AGENT_KEY, SERVICE_BACKENDS, backend_settings, doc_url
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "routing"
 USER = json.loads((DATA / "user.json").read_text(encoding="utf-8"))
@@ -70,7 +70,7 @@ def outcome(case: dict[str, Any], reply: Reply) -> tuple[bool, Any]:
 # -- one loaded user per storage backend, shared by the per-case tests ---------------------
 
 
-@pytest.fixture(scope="module", params=["local", "azurite"])
+@pytest.fixture(scope="module", params=SERVICE_BACKENDS)
 def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     data_dir = tmp_path_factory.mktemp("routing") / "data"
     settings = backend_settings(request, request.param, data_dir)

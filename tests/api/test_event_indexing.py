@@ -36,7 +36,7 @@ from memnet.ports import (
 from memnet.services.event_index import INDEX_QUEUE
 from tests.api.test_events import BASE, event, ids, post, search
 from tests.clients import DirectClient
-from tests.conftest import AGENT_KEY, REPO, backend_settings, make_settings
+from tests.conftest import AGENT_KEY, REPO, SERVICE_BACKENDS, backend_settings, make_settings
 
 
 class FlakyIndex:
@@ -116,7 +116,7 @@ class EventBlobFaults:
         return getattr(self.inner, name)
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=SERVICE_BACKENDS)
 def flaky(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Services, FlakyIndex]]:
     settings = backend_settings(request, request.param, tmp_path / "data")
     index = FlakyIndex(SqliteSearchIndex(tmp_path / "search.sqlite3"))

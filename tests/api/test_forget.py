@@ -37,12 +37,12 @@ from tests.api.test_documents import create
 from tests.api.test_events import event, post
 from tests.canaries import canary, where
 from tests.clients import ApiClient, DirectClient
-from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, doc_url
+from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, STORAGE_BACKENDS, doc_url
 
 USER = "/v1/tenants/t1/users/u1"
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=STORAGE_BACKENDS)
 def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
     yield build(request, tmp_path / "data")
     bootstrap.install(None)
@@ -177,7 +177,7 @@ def test_a_second_request_answers_the_same_job_and_a_later_one_a_new_job(service
     assert privacy.request("GET", USER + "/forget").data["status"] == "done"
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=STORAGE_BACKENDS)
 def graceful(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
     """Services whose forget verifies a minute after the start (the default grace)."""
     yield build(request, tmp_path / "data", forget_grace_seconds=60)

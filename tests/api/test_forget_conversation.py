@@ -21,7 +21,7 @@ from tests.api.forgetting import TRANSCRIPT, build, drain_forget, index_ids, nam
 from tests.api.test_documents import create
 from tests.api.test_events import event, post
 from tests.clients import ApiClient, DirectClient
-from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, doc_url
+from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, STORAGE_BACKENDS, doc_url
 
 USER = "/v1/tenants/t1/users/u1"
 URI = "blob://tenants/t1/users/u1/snapshots/{}/s1.json"
@@ -31,7 +31,7 @@ NOW = "2026-11-24T10:00:00Z"
 PROJECT = doc_url("projects/alpha.json")
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=STORAGE_BACKENDS)
 def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
     yield build(request, tmp_path / "data")
     bootstrap.install(None)

@@ -13,7 +13,14 @@ import pytest
 from memnet import bootstrap
 from tests.api.test_documents import create
 from tests.clients import ApiClient, DirectClient, HttpClient
-from tests.conftest import ADMIN_KEY, AGENT_KEY, backend_settings, doc_url, starter_profiles
+from tests.conftest import (
+    ADMIN_KEY,
+    AGENT_KEY,
+    SERVICE_BACKENDS,
+    backend_settings,
+    doc_url,
+    starter_profiles,
+)
 
 USER = "/v1/tenants/t1/users/u1"
 STAMPED = {
@@ -46,9 +53,7 @@ def serve(request: pytest.FixtureRequest, tmp_path: Path, backend: str, mode: st
     return built
 
 
-@pytest.fixture(
-    params=[("local", "direct"), ("local", "http"), ("azurite", "direct"), ("azurite", "http")]
-)
+@pytest.fixture(params=[(b, t) for b in SERVICE_BACKENDS for t in ("direct", "http")])
 def where(request: pytest.FixtureRequest):
     return request.param
 

@@ -15,14 +15,14 @@ from memnet.bootstrap import Services
 from memnet.domain.layout import governance_prefix
 from tests.api.forgetting import build, drain_forget, index_ids, names, seed
 from tests.clients import ApiClient, DirectClient
-from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, doc_url
+from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, STORAGE_BACKENDS, doc_url
 
 USER = "/v1/tenants/t1/users/u1"
 TENANT_HOLD = "/v1/admin/tenants/t1/hold"
 USER_HOLD = "/v1/admin/tenants/t1/users/u1/hold"
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=STORAGE_BACKENDS)
 def services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
     yield build(request, tmp_path / "data")
     bootstrap.install(None)

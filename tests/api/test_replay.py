@@ -29,6 +29,7 @@ from tests.conftest import (
     ADMIN_KEY,
     AGENT_KEY,
     PRIVACY_KEY,
+    SERVICE_BACKENDS,
     backend_settings,
     doc_url,
     starter_profiles,
@@ -69,7 +70,7 @@ class ScriptedExtractor:
         return self.output(request)
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=SERVICE_BACKENDS)
 def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Services, Any]]:
     settings = replace(
         backend_settings(request, request.param, tmp_path / "data"),
@@ -343,8 +344,12 @@ def test_a_wrong_key_fails_clearly_and_writes_nothing(setup, api, tmp_path):
     upload(api)
     from memnet.adapters.local.keyfile import LocalKeyFile
 
-    other = bootstrap.build(
-        services.settings, keys=LocalKeyFile(tmp_path / "other.json"), extractor=extractor
+    other = bootstrap.build(  # another instance on the same storage, with another key
+        services.settings,
+        blobs=services.blobs,
+        queue=services.queue,
+        keys=LocalKeyFile(tmp_path / "other.json"),
+        extractor=extractor,
     )
     bootstrap.install(other)
     drain(other)

@@ -31,7 +31,7 @@ from memnet.services.walker import Walker
 from tests.api.test_documents import PREF, create, patch
 from tests.api.test_events import event, post
 from tests.clients import DirectClient
-from tests.conftest import AGENT_KEY, backend_settings, doc_url
+from tests.conftest import AGENT_KEY, STORAGE_BACKENDS, backend_settings, doc_url
 
 USER = user_prefix("t1", "u1")
 
@@ -71,7 +71,7 @@ class World:
 Start = Callable[..., World]
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=STORAGE_BACKENDS)
 def start(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Start]:
     """Build the service with a fake clock and settings overrides (a retention file as a
     dict under ``ceilings``); a second call over the same storage is a second instance."""

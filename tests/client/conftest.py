@@ -1,6 +1,6 @@
 """Clients of the real local server: ``funchost`` serving ``function_app.app`` over
 HTTP (the session's ``http_server``), on services built for each test on its own data
-directory (the embedded backend: the client's behaviour does not depend on storage,
+directory (blobs and queues in memory: the client's behaviour does not depend on storage,
 which the contract suites cover)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FAST = RetryPolicy(max_retries=3, max_wait=5.0, backoff=0.0)
 
 
 def install(tmp_path: Path, **overrides: Any) -> Services:
-    settings = make_settings(tmp_path / "data", forget_grace_seconds=0)
+    settings = make_settings(tmp_path / "data", storage="memory", forget_grace_seconds=0)
     services = bootstrap.build(replace(settings, **overrides))
     bootstrap.install(services)
     return services

@@ -93,7 +93,9 @@ def services(tmp_path: Path, conformance_config: tuple[Path, Path]) -> Iterator[
     """Overrides ``tests/conftest.py``: the conformance profile and callers, fresh data."""
     profiles, callers = conformance_config
     built = bootstrap.build(
-        make_settings(tmp_path / "data", profiles_dir=profiles, callers_file=callers)
+        make_settings(
+            tmp_path / "data", storage="memory", profiles_dir=profiles, callers_file=callers
+        )
     )
     bootstrap.install(built)
     yield built

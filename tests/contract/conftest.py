@@ -2,8 +2,8 @@
 (docs/architecture.md, "Ports with two real adapters").
 
 ``blob_store`` is parametrized over the embedded file store (in each ETag and durability
-mode) and the Azure store against a real Azurite; Azurite starts only when an Azure case
-(marked ``azurite``) runs.
+mode), the in-memory store and the Azure store against a real Azurite; Azurite starts only
+when an Azure case (marked ``azurite``) runs.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 from memnet.adapters.azure.blobstore import AzureBlobStore
 from memnet.adapters.local.blobstore import FileBlobStore
+from memnet.adapters.memory.blobstore import MemoryBlobStore
 from memnet.ports import BlobStore
 from tests.azurite import Azurite  # the ``azurite`` fixture is registered by tests/conftest.py
 
@@ -38,11 +39,23 @@ def local_store(request: pytest.FixtureRequest, tmp_path: Path) -> FileBlobStore
     return _local(request.param, tmp_path)
 
 
-@pytest.fixture(params=[*LOCAL_MODES, pytest.param("azure", marks=pytest.mark.azurite)])
+@pytest.fixture(params=[*LOCAL_MODES, "memory"])
+def embedded_store(request: pytest.FixtureRequest, tmp_path: Path) -> BlobStore:
+    """The stores that promise the file store's own rules too (names, clashes, ETag
+    shape): the file store in each mode, and the in-memory store that mirrors it."""
+    if request.param == "memory":
+        return MemoryBlobStore()
+    return _local(request.param, tmp_path)
+
+
+@pytest.fixture(params=[*LOCAL_MODES, "memory", pytest.param("azure", marks=pytest.mark.azurite)])
 def blob_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BlobStore]:
-    """Each adapter, empty: a fresh directory, or a fresh Azurite container."""
+    """Each adapter, empty: a fresh directory or dict, or a fresh Azurite container."""
     if request.param in LOCAL_MODES:
         yield _local(request.param, tmp_path)
+        return
+    if request.param == "memory":
+        yield MemoryBlobStore()
         return
     server: Azurite = request.getfixturevalue("azurite")
     container = f"contract-{uuid.uuid4().hex}"

@@ -31,6 +31,8 @@ from memnet.adapters.azure.blobstore import map_azure_errors
 from memnet.adapters.local import durable
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.adapters.local.etags import ATTR, etag_from_stat
+from memnet.adapters.memory.blobstore import MemoryBlobStore
+from memnet.adapters.memory.queue import MemoryQueue
 from memnet.domain.errors import ConfigError
 from memnet.ports import (
     Blob,
@@ -42,7 +44,7 @@ from memnet.ports import (
     StorageUnavailable,
 )
 from memnet.settings import Settings
-from memnet.wiring import blob_store
+from memnet.wiring import blob_store, message_queue
 from tests.contract.sdk_errors import http_error, with_code
 
 STALE = '"0x0000000000000000"'
@@ -364,18 +366,18 @@ def test_file_store_keeps_content_verbatim_in_azure_layout(tmp_path: Path) -> No
     assert store.describe() == "local files"  # no path: /v1/health shows it unauthenticated
 
 
-def test_file_store_etags_look_like_azure(local_store: FileBlobStore) -> None:
-    etags = {local_store.write("doc.json", b"x", Condition.unconditional()) for _ in range(20)}
+def test_embedded_store_etags_look_like_azure(embedded_store: BlobStore) -> None:
+    etags = {embedded_store.write("doc.json", b"x", Condition.unconditional()) for _ in range(20)}
     assert len(etags) == 20
     assert all(re.fullmatch(r'"0x[0-9A-F]{16}"', etag) for etag in etags)
 
 
-def test_file_store_precondition_failure_carries_current_etag(
-    local_store: FileBlobStore,
+def test_embedded_store_precondition_failure_carries_current_etag(
+    embedded_store: BlobStore,
 ) -> None:
-    etag = local_store.write("doc.json", b"1", Condition.create_only())
+    etag = embedded_store.write("doc.json", b"1", Condition.create_only())
     with pytest.raises(PreconditionFailed) as caught:
-        local_store.write("doc.json", b"2", Condition.match(STALE))
+        embedded_store.write("doc.json", b"2", Condition.match(STALE))
     assert caught.value.current_etag == etag
 
 
@@ -383,21 +385,23 @@ def test_file_store_precondition_failure_carries_current_etag(
     "name",
     ["", "/etc/passwd", "../x", "a/../../x", "a/./b", "a//b", "a/", "a\\..\\b", "a\0b", ".."],
 )
-def test_file_store_rejects_names_escaping_the_root(local_store: FileBlobStore, name: str) -> None:
+def test_embedded_store_rejects_names_escaping_the_root(
+    embedded_store: BlobStore, name: str
+) -> None:
     with pytest.raises(ValueError, match="invalid blob name"):
-        local_store.write(name, b"x", Condition.unconditional())
+        embedded_store.write(name, b"x", Condition.unconditional())
     with pytest.raises(ValueError, match="invalid blob name"):
-        local_store.read(name)
+        embedded_store.read(name)
     with pytest.raises(ValueError, match="invalid blob name"):
-        local_store.delete(name)
+        embedded_store.delete(name)
 
 
 @pytest.mark.parametrize("prefix", ["../", "a/../../", "/etc/", "a//"])
-def test_file_store_rejects_prefixes_escaping_the_root(
-    local_store: FileBlobStore, prefix: str
+def test_embedded_store_rejects_prefixes_escaping_the_root(
+    embedded_store: BlobStore, prefix: str
 ) -> None:
     with pytest.raises(ValueError, match="invalid blob name"):
-        list(local_store.list_names(prefix))
+        list(embedded_store.list_names(prefix))
 
 
 def test_file_store_delete_prunes_empty_directories(tmp_path: Path) -> None:
@@ -443,11 +447,15 @@ def test_file_placed_by_hand_is_readable_and_conditionally_writable(tmp_path: Pa
     assert store.read("a/doc.json").data == b"by store"
 
 
-def test_file_store_rejects_a_name_below_an_existing_blob(local_store: FileBlobStore) -> None:
-    local_store.write("a.json", b"1", Condition.create_only())
+def test_embedded_store_rejects_a_name_below_an_existing_blob(embedded_store: BlobStore) -> None:
+    embedded_store.write("a.json", b"1", Condition.create_only())
     with pytest.raises(ValueError, match="clashes"):
-        local_store.write("a.json/b.json", b"2", Condition.create_only())
-    assert local_store.read("a.json").data == b"1"
+        embedded_store.write("a.json/b.json", b"2", Condition.create_only())
+    assert embedded_store.read("a.json").data == b"1"
+    embedded_store.write("d/e.json", b"3", Condition.create_only())
+    with pytest.raises(ValueError, match="clashes"):
+        embedded_store.write("d", b"4", Condition.unconditional())
+    assert list(embedded_store.list_names("")) == ["a.json", "d/e.json"]
 
 
 def _increment_in_process(root: str, times: int) -> None:
@@ -577,6 +585,14 @@ def test_fsync_is_on_unless_memnet_local_fsync_is_false(tmp_path: Path) -> None:
         Settings.from_env({**env, "MEMNET_LOCAL_FSYNC": "no"})
 
 
+def test_memnet_storage_memory_selects_the_memory_blob_store_and_queue(tmp_path: Path) -> None:
+    env = {"MEMNET_CALLERS_FILE": "callers.dev.json", "MEMNET_DATA_DIR": str(tmp_path)}
+    settings = Settings.from_env({**env, "MEMNET_STORAGE": "memory"})
+    assert isinstance(blob_store(settings), MemoryBlobStore)
+    assert isinstance(message_queue(settings), MemoryQueue)
+    assert list(tmp_path.iterdir()) == []  # no disk: nothing made in the data directory
+
+
 # --- the Azure SDK error mapping --------------------------------------------------------------
 
 
@@ -630,15 +646,17 @@ def test_read_if_changed_on_a_missing_blob_raises_not_found(blob_store: BlobStor
         blob_store.read_if_changed("missing.json", STALE)
 
 
-def test_file_store_survives_writes_racing_deletes_in_one_tree(local_store: FileBlobStore) -> None:
+def test_embedded_store_survives_writes_racing_deletes_in_one_tree(
+    embedded_store: BlobStore,
+) -> None:
     errors: list[BaseException] = []
 
     def churn(worker: int) -> None:
         try:
             for i in range(150):
                 name = f"a/b/c{i % 3}/t{worker}.json"
-                local_store.write(name, b"x", Condition.unconditional())
-                local_store.delete(name)
+                embedded_store.write(name, b"x", Condition.unconditional())
+                embedded_store.delete(name)
         except BaseException as exc:  # collected for the assertion below
             errors.append(exc)
 

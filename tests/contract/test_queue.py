@@ -1,6 +1,8 @@
-"""The MessageQueue contract (memnet.ports.MessageQueue; docs/decisions.md "Foundations"): one suite
-that the SQLite queue and the Azure queue (on Azurite) both pass, then what only the SQLite
-queue promises, then what only the Azure adapter does (base64 bodies, error mapping)."""
+"""The MessageQueue contract (memnet.ports.MessageQueue; docs/decisions.md "Foundations"): one
+suite that the SQLite queue, the in-memory queue and the Azure queue (on Azurite) pass, then
+what the SQLite and memory queues promise on an injected clock, then what only the SQLite
+queue does (WAL, processes), then what only the Azure adapter does (base64 bodies, error
+mapping)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from azure.core.exceptions import (
 
 from memnet.adapters.azure.queue import AzureStorageQueue, map_queue_errors
 from memnet.adapters.local.queue import SqliteQueue
+from memnet.adapters.memory.queue import MemoryQueue
 from memnet.ports import (
     MAX_BODY_BYTES,
     TTL_SECONDS,
@@ -42,11 +45,13 @@ from tests.contract.sdk_errors import http_error, with_code
 T = TypeVar("T")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("azure", marks=pytest.mark.azurite)])
+@pytest.fixture(params=["sqlite", "memory", pytest.param("azure", marks=pytest.mark.azurite)])
 def message_queue(request: pytest.FixtureRequest, tmp_path: Path) -> MessageQueue:
-    """Each adapter: a fresh SQLite file, or the session's Azurite queue service."""
+    """Each adapter: a fresh SQLite file or memory, or the session's Azurite queue service."""
     if request.param == "sqlite":
         return SqliteQueue(tmp_path / "queues.db")
+    if request.param == "memory":
+        return MemoryQueue()
     server: Azurite = request.getfixturevalue("azurite_queue")
     return AzureStorageQueue.from_connection_string(server.queue_connection_string)
 
@@ -231,7 +236,7 @@ def drain(queue: MessageQueue, name: str) -> list[str]:
     return processed
 
 
-# --- what only the SQLite queue promises --------------------------------------------------
+# --- what the SQLite and memory queues promise, on an injected clock ----------------------
 
 
 @dataclass
@@ -242,9 +247,19 @@ class FakeClock:
         return self.now
 
 
-def test_sqlite_queue_orders_by_visible_time_then_insertion(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", "memory"])
+def clocked(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[FakeClock], MessageQueue]:
+    """Makes each embedded queue on a clock the test moves."""
+    if request.param == "sqlite":
+        return lambda clock: SqliteQueue(tmp_path / "q.db", clock=clock)
+    return lambda clock: MemoryQueue(clock=clock)
+
+
+def test_queue_orders_by_visible_time_then_insertion(
+    clocked: Callable[[FakeClock], MessageQueue],
+) -> None:
     clock = FakeClock()
-    queue = SqliteQueue(tmp_path / "q.db", clock=clock)
+    queue = clocked(clock)
     queue.send("jobs", "delayed", delay_seconds=5)
     for body in ("a", "b", "c"):
         queue.send("jobs", body)
@@ -253,9 +268,11 @@ def test_sqlite_queue_orders_by_visible_time_then_insertion(tmp_path: Path) -> N
     assert [m.body for m in queue.receive("jobs")] == ["a", "b", "c", "delayed", "d"]
 
 
-def test_sqlite_queue_visibility_follows_the_injected_clock(tmp_path: Path) -> None:
+def test_queue_visibility_follows_the_injected_clock(
+    clocked: Callable[[FakeClock], MessageQueue],
+) -> None:
     clock = FakeClock()
-    queue = SqliteQueue(tmp_path / "q.db", clock=clock)
+    queue = clocked(clock)
     queue.send("jobs", "x")
     first = receive_one(queue, "jobs", visibility_timeout=30)
     clock.now += 29.9
@@ -264,9 +281,11 @@ def test_sqlite_queue_visibility_follows_the_injected_clock(tmp_path: Path) -> N
     assert receive_one(queue, "jobs").dequeue_count == first.dequeue_count + 1
 
 
-def test_sqlite_queue_never_delivers_expired_messages(tmp_path: Path) -> None:
+def test_queue_never_delivers_expired_messages(
+    clocked: Callable[[FakeClock], MessageQueue],
+) -> None:
     clock = FakeClock()
-    queue = SqliteQueue(tmp_path / "q.db", clock=clock)
+    queue = clocked(clock)
     queue.send("jobs", "old")
     clock.now += TTL_SECONDS - 1
     queue.send("jobs", "young")
@@ -279,11 +298,14 @@ def test_sqlite_queue_never_delivers_expired_messages(tmp_path: Path) -> None:
     assert [m.body for m in queue.receive("jobs")] == ["young"]
 
 
-def test_sqlite_queues_are_separate(tmp_path: Path) -> None:
-    queue = SqliteQueue(tmp_path / "q.db")
+def test_queues_are_separate(clocked: Callable[[FakeClock], MessageQueue]) -> None:
+    queue = clocked(FakeClock())
     queue.send("one", "1")
     assert queue.receive("two") == []
     assert [m.body for m in queue.receive("one")] == ["1"]
+
+
+# --- what only the SQLite queue does --------------------------------------------------------
 
 
 def test_sqlite_queue_uses_wal(tmp_path: Path) -> None:

@@ -42,11 +42,13 @@ EXTRA_CALLERS = [
 
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[None]:
-    """The service on local storage, with the development callers and two narrower ones."""
+    """The service on memory storage, with the development callers and two narrower ones."""
     dev = json.loads((REPO / "callers.dev.json").read_text())
     callers = tmp_path / "callers.json"
     callers.write_text(json.dumps({"callers": [*dev["callers"], *EXTRA_CALLERS]}))
-    bootstrap.install(bootstrap.build(make_settings(tmp_path / "data", callers_file=callers)))
+    bootstrap.install(
+        bootstrap.build(make_settings(tmp_path / "data", storage="memory", callers_file=callers))
+    )
     yield
     bootstrap.install(None)
 

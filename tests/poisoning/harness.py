@@ -65,7 +65,8 @@ class Host:
 def running_host(data_dir: Path, **settings: Any) -> Iterator[Host]:
     """The host with its queue triggers (replay, compaction, forget) on ``data_dir``;
     forgets start at once (no grace period). No blob poller: uploads queue their replay."""
-    built = bootstrap.build(make_settings(data_dir, forget_grace_seconds=0, **settings))
+    options = {"storage": "memory", "forget_grace_seconds": 0, **settings}
+    built = bootstrap.build(make_settings(data_dir, **options))
     bootstrap.install(built)
     server = start_in_thread(
         function_app.app, route_prefix="", queues=built.queue, blob_poll_seconds=0

@@ -113,7 +113,7 @@ class LastError(logging.Filter):
 class Harness:
     def __init__(self, root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
-        settings = make_settings(root / "data", callers_file=callers_file(root))
+        settings = make_settings(root / "data", storage="memory", callers_file=callers_file(root))
         self.services: Services = bootstrap.build(settings)
         bootstrap.install(self.services)
         self.errors = LastError()

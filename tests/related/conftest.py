@@ -18,7 +18,7 @@ from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import parse_ops
 from tests.api.forgetting import MovableClock
 from tests.clients import ApiClient, DirectClient, HttpClient
-from tests.conftest import REPO, backend_settings
+from tests.conftest import REPO, SERVICE_BACKENDS, backend_settings
 
 RELATED = REPO / "related"
 SOORMA_KEY, ADMIN_KEY = "soorma-agent-key", "related-admin-key"
@@ -31,7 +31,7 @@ class World:
     clock: MovableClock
 
 
-@pytest.fixture(params=["local", "azurite"])
+@pytest.fixture(params=SERVICE_BACKENDS)
 def related(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     settings = backend_settings(request, request.param, tmp_path / "data")
     settings = replace(
