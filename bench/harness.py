@@ -92,7 +92,7 @@ def start_server(
     ``cpus``: pin the server to these CPUs (None: wherever the OS puts it)."""
     workdir = Path(tempfile.mkdtemp(prefix="memnet-bench-"))
     port = free_port()
-    command = [sys.executable, "-m", "funchost", "serve", "--host", HOST, "--port", str(port)]
+    command = [sys.executable, "-m", "memnet", "serve", "--host", HOST, "--port", str(port)]
     command += ["--settings", str(workdir / "no-local-settings.json")]  # env only
     env = server_env(workdir, extra_env or {})
     if profiles_dir is not None:

@@ -4,17 +4,15 @@ from funchost.background import QueueSource
 from funchost.blobs import BlobPoller
 from funchost.index import FunctionIndex, functions_of
 from funchost.server import RunningServer, serve_forever, start_in_thread
-from funchost.settings import HostLimits, LocalSettingsError, load_local_settings
+from funchost.settings import HostLimits
 
 __all__ = [
     "BlobPoller",
     "FunctionIndex",
     "HostLimits",
-    "LocalSettingsError",
     "QueueSource",
     "RunningServer",
     "functions_of",
-    "load_local_settings",
     "serve_forever",
     "start_in_thread",
 ]

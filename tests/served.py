@@ -41,7 +41,7 @@ class ServedHost:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMNET_")}
         env.update({"PYTHONPATH": str(REPO), **self.env})
-        command = [sys.executable, "-m", "funchost", "serve", "--port", str(self.port)]
+        command = [sys.executable, "-m", "memnet", "serve", "--port", str(self.port)]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 command + self.args, cwd=self.cwd, env=env, stdout=log, stderr=log

@@ -305,7 +305,7 @@ def run_cli(data_dir: Path, *args: str) -> str:
         "MEMNET_PROFILES_DIR": str(REPO / "profiles"),
         "MEMNET_CALLERS_FILE": str(REPO / "callers.dev.json"),
     }
-    command = [sys.executable, "-m", "funchost", *args, "--settings", str(data_dir / "none.json")]
+    command = [sys.executable, "-m", "memnet", *args, "--settings", str(data_dir / "none.json")]
     done = subprocess.run(
         command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=True
     )

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from funchost import HostLimits, LocalSettingsError, load_local_settings
+from funchost import HostLimits
+from memnet.cli.loading import LocalSettingsError, load_local_settings
 
 
 def test_values_applied_unless_environment_has_them(

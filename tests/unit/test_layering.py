@@ -11,18 +11,21 @@ The layers are packages and every import of ours points inward:
   another adapter family;
 - the composition root imports anything of ours but ``memnet.api``;
 - nothing imports ``memnet.api``, ``funchost`` or ``function_app`` but the entry points
-  (``function_app.py``, ``funchost/__main__.py``) and the host itself.
+  (``function_app.py``; the command line, ``memnet.cli`` and ``memnet/__main__.py``) and
+  the host itself.
 
 Also: ``azure.functions`` only in entry points and the host; Azure SDKs only in
 ``memnet.adapters.azure``, but for ``azure.storage.blob`` in the host, which hands a blob
 function typed as the SDK's ``BlobClient`` that client, as the Functions worker does.
 The rule runs over ``memnet/``, ``funchost/`` and ``function_app.py``;
-``test_a_planted_import_breaks_the_rule`` shows it failing.
+``test_a_planted_import_breaks_the_rule`` shows it failing. And no import circles among
+the modules of ``funchost/`` (``test_no_import_circles``).
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -30,7 +33,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 AZURE_SDKS = ("azure.storage", "azure.identity", "azure.core", "azure.search", "azure.keyvault")
 IO_MODULES = frozenset({"os", "pathlib", "socket", "sqlite3", "shutil", "subprocess", "io"})
-ENTRY_POINTS = frozenset({"function_app", "funchost.__main__"})
+ENTRY_POINTS = frozenset({"function_app", "memnet.__main__", "memnet.cli"})
+TYPE_CHECKING = ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 HOST_SDK = "azure.storage.blob"  # funchost/blobs.py: the SDK-type binding's BlobClient
 
 
@@ -39,11 +43,12 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(source: str, module: str) -> set[str]:
-    """Every module ``source`` imports, absolute; ``from x import y`` counts ``x.y`` too."""
+def imports(source: str, module: str, type_checking: bool = True) -> set[str]:
+    """Every module ``source`` imports, absolute; ``from x import y`` counts ``x.y`` too.
+    Without ``type_checking``, not those under ``if TYPE_CHECKING:`` (they never run)."""
     found: set[str] = set()
     package = module if module.count(".") == 0 else module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(source)):
+    for node in _walk(ast.parse(source), type_checking):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -56,9 +61,18 @@ def imports(source: str, module: str) -> set[str]:
     return found
 
 
+def _walk(node: ast.AST, type_checking: bool) -> Iterator[ast.AST]:
+    """``ast.walk``, but past the bodies of ``if TYPE_CHECKING:`` unless ``type_checking``."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        typing_only = isinstance(child, ast.If) and ast.unparse(child.test) in TYPE_CHECKING
+        for grandchild in child.orelse if typing_only and not type_checking else [child]:
+            yield from _walk(grandchild, type_checking)
+
+
 def layer(module: str) -> str:
     """The layer a module of ours belongs to."""
-    if module in ENTRY_POINTS:
+    if module in ENTRY_POINTS or module.startswith("memnet.cli."):
         return "entry"
     for prefix in (
         "memnet.domain",
@@ -152,8 +166,7 @@ def test_every_module_of_the_core_is_in_a_layer():
     top = {module_name(p) for p in ROOT.joinpath("memnet").glob("*.py")}
     assert top == {
         "memnet",
-        "memnet.__main__",  # ``python -m memnet``: the core's commands (root layer)
-        "memnet.commands",  # its governance commands: sweep, compact, forget, hold
+        "memnet.__main__",  # ``python -m memnet``: the command line, memnet.cli (entry)
         "memnet.bootstrap",
         "memnet.wiring",  # which adapter each setting selects, for the bootstrap
         "memnet.callers",  # the bootstrap's wiring of authentication and vault secrets
@@ -182,9 +195,56 @@ def test_every_module_of_the_core_is_in_a_layer():
         ("memnet.services.audit", "from azure.storage.blob import BlobClient"),
         ("funchost.blobs", "from azure.identity import DefaultAzureCredential"),
         ("funchost.server", "import azure.storage.queue"),
+        ("memnet.bootstrap", "from memnet.cli import main"),
+        ("memnet.services.replay", "import funchost"),
     ],
 )
 def test_a_planted_import_breaks_the_rule(module: str, planted: str):
     path = ROOT.joinpath(*module.split(".")).with_suffix(".py")
     source = path.read_text() + "\n" + planted + "\n"
     assert violations(source, module), planted
+
+
+def import_graph(package: str, planted: Mapping[str, str] | None = None) -> dict[str, set[str]]:
+    """Each module of ``package`` and the modules of it that it imports when it runs: lazy
+    imports in functions count (they only hide a circle), ``if TYPE_CHECKING:`` ones do not,
+    nor a module's imports of its own packages (``__init__`` re-exports its modules).
+    ``planted``: source to add at the end of a module."""
+    paths = {module_name(p): p for p in ROOT.joinpath(*package.split(".")).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        source = path.read_text() + "\n" + (planted or {}).get(module, "")
+        found = imports(source, module, type_checking=False)
+        graph[module] = {n for n in found if n in paths and not module.startswith(n + ".")}
+    return graph
+
+
+def circles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Each set of modules that import one another, directly or through others, sorted."""
+    reached = {module: _reach(graph, module) for module in graph}
+    found = {frozenset(n for n in reached[m] if m in reached[n]) for m in graph if m in reached[m]}
+    return sorted(sorted(circle) for circle in found)
+
+
+def _reach(graph: Mapping[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for name in graph[todo.pop()] - seen:
+            seen.add(name)
+            todo.append(name)
+    return seen
+
+
+@pytest.mark.parametrize("package", ["funchost"])
+def test_no_import_circles(package: str):
+    assert circles(import_graph(package)) == []
+
+
+def test_a_planted_circle_is_found_unless_it_is_for_the_type_checker_only():
+    lazy = "def f():\n    from funchost.dispatch import FunctionHost\n"
+    assert circles(import_graph("funchost", {"funchost.mcp": lazy})) == [
+        ["funchost.dispatch", "funchost.mcp"]
+    ]
+    typing_only = "if TYPE_CHECKING:\n    from funchost.server import Server\n"
+    assert circles(import_graph("funchost", {"funchost.handler": typing_only})) == []
