@@ -1,5 +1,6 @@
-"""``python -m funchost serve`` in a process of its own, as a person starts it: for the
-tests that need the command line itself (its settings, its working directory, a kill)."""
+"""``memnet serve`` (as ``python -m memnet``) in a process of its own, as a person starts
+it: for the tests that need the command line itself (its settings, its working directory,
+a kill)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Index failures lose nothing (issue 4, ARCHITECTURE.md "Events"): the event blob is the
 record; when indexing fails the write still succeeds and the real queue-triggered function
 of ``function_app.py``, run by the local host, indexes the event once the index is back.
-Also the operator's ``python -m funchost reindex`` command. Local files and SQLite queue, and
+Also the operator's ``memnet reindex`` command. Local files and SQLite queue, and
 Azure Blob and Azure Storage Queues on Azurite."""
 
 from __future__ import annotations

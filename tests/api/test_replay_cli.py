@@ -1,4 +1,4 @@
-"""``python -m memnet replay SNAPSHOT --dry-run``: what a replay would write now, and
+"""``memnet replay SNAPSHOT --dry-run``: what a replay would write now, and
 the difference from what it wrote before, writing nothing."""
 
 from __future__ import annotations
