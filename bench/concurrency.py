@@ -5,7 +5,7 @@ behind the Flex Consumption per-instance HTTP concurrency (docs/deploy.md,
     .venv/bin/python -m bench.concurrency [--backend local|azurite] [--requests N]
                                           [--server-cpu N] [--time-cap S] [--rounds R]
 
-One ``python -m funchost serve`` process, the same function code a Flex instance runs,
+One ``memnet serve`` process, the same function code a Flex instance runs,
 pinned to one CPU (a 2,048 MB instance has one core), while this process's client threads
 (and Azurite, for ``azurite``) run on the others. At each level: GET and PATCH of distinct
 documents (``bench.documents``' workloads), p50/p95/p99, throughput, and the server's CPU

@@ -1,4 +1,4 @@
-"""Context assembly against a real ``python -m funchost serve``, per storage backend.
+"""Context assembly against a real ``memnet serve``, per storage backend.
 
     .venv/bin/python -m bench.context [--backend local|azurite|all] [--requests N]
                                       [--write-docs]

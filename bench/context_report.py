@@ -103,7 +103,7 @@ def _header(results: dict[str, Any]) -> str:
             "up to 5 candidates (reading their documents only when their cached semantic "
             "texts are older than the semantic TTL, 30 s).",
             "- GET: `GET .../documents/user/user_dynamic.json` of the same user, same server, "
-            "same concurrency. Same server setup as above (one `python -m funchost serve`, "
+            "same concurrency. Same server setup as above (one `memnet serve`, "
             "client threads on the same machine).",
         ]
     )

@@ -1,4 +1,4 @@
-"""Document workloads against a real ``python -m funchost serve``, per storage backend.
+"""Document workloads against a real ``memnet serve``, per storage backend.
 
     .venv/bin/python -m bench.documents [--backend local|azurite|all] [--requests N]
                                         [--write-docs] [--quota-overhead]

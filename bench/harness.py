@@ -1,4 +1,4 @@
-"""Benchmark plumbing: a ``python -m funchost serve`` subprocess, keep-alive HTTP clients,
+"""Benchmark plumbing: a ``memnet serve`` subprocess, keep-alive HTTP clients,
 a bounded concurrent load loop, latency statistics, and a description of the machine."""
 
 from __future__ import annotations
@@ -87,12 +87,12 @@ def start_server(
     profiles_dir: Path | None = None,
     cpus: set[int] | None = None,
 ) -> Server:
-    """Start ``python -m funchost serve`` on a free loopback port; wait for /v1/health.
+    """Start ``memnet serve`` on a free loopback port; wait for /v1/health.
     ``profiles_dir``: serve that directory's profiles (see :func:`profiles_env`);
     ``cpus``: pin the server to these CPUs (None: wherever the OS puts it)."""
     workdir = Path(tempfile.mkdtemp(prefix="memnet-bench-"))
     port = free_port()
-    command = [sys.executable, "-m", "funchost", "serve", "--host", HOST, "--port", str(port)]
+    command = [sys.executable, "-m", "memnet", "serve", "--host", HOST, "--port", str(port)]
     command += ["--settings", str(workdir / "no-local-settings.json")]  # env only
     env = server_env(workdir, extra_env or {})
     if profiles_dir is not None:

@@ -1,4 +1,4 @@
-"""The replay pipeline against a real ``python -m funchost serve``, per storage backend.
+"""The replay pipeline against a real ``memnet serve``, per storage backend.
 
     .venv/bin/python -m bench.replay [--backend local|azurite|all] [--snapshots N]
                                      [--llm-snapshots N] [--backlog N] [--guard on|off|both]

@@ -66,7 +66,7 @@ def _header(results: dict[str, Any]) -> str:
             f"- Date: {results['date']} (run took {results['duration_s']} s)",
             machine_line(results["machine"]),
             f"- Command: `{results['command']}` (at commit {results.get('commit') or '?'})",
-            "- Setup: each phase starts its own `python -m funchost serve` (settings from the "
+            "- Setup: each phase starts its own `memnet serve` (settings from the "
             "environment only, `host.json` as shipped: `batchSize` 16, `maxDequeueCount` 5), "
             "which runs the queue-triggered replay worker and polls the store for the "
             "snapshot blob trigger (every 2 s); `azurite` is Azure Blob and Storage Queues on "

@@ -213,7 +213,7 @@ def _header(results: dict[str, Any]) -> str:
             f"- Sizes: up to {s['requests']} requests per workload and level, capped at "
             f"{s['time_cap']} s; {s['hot_writes']} writes per hot round; {s['raw_calls']} raw "
             "calls each",
-            "- Setup: one `python -m funchost serve` process (funchost, a thread per connection); "
+            "- Setup: one `memnet serve` process (funchost, a thread per connection); "
             "the clients are threads of the benchmark process, one keep-alive `http.client` "
             "connection each, on 127.0.0.1 of the same machine (so they share its CPUs).",
         ]
@@ -364,7 +364,7 @@ npm install                      # once: Azurite, for the azurite backend
 .venv/bin/python -m bench.search --only 10k,1m-users --no-http  # a subset, index only
 ```
 
-Each run starts its own server (`python -m funchost serve` on a free loopback port, a
+Each run starts its own server (`memnet serve` on a free loopback port, a
 temporary data directory, settings from the environment only) and, for `azurite`, its own
 in-memory Azurite. Raw results go to `bench/results/` (git-ignored). `--time-cap` bounds
 each workload in seconds; `--hot-writes` sets the writes per hot round (at most 59, the

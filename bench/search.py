@@ -11,7 +11,7 @@ batches of the reindex job's size (events/s recorded) and cached under ``--dir``
 (``--rebuild`` builds again).
 
 Per dataset, at 1 and 8 concurrent clients: ``SqliteSearchIndex.search`` in-process (the
-index alone) and ``POST .../events:search`` through a real ``python -m funchost serve``
+index alone) and ``POST .../events:search`` through a real ``memnet serve``
 on the dataset (index, then one blob read per hit; blobs are written for exactly the
 events the query set returns, so a 1M dataset needs no million files). Then ingest
 through ``POST .../events`` on a fresh server. Raw JSON goes to bench/results/.

@@ -75,7 +75,7 @@ def _header(results: dict[str, Any]) -> str:
             "(another seed) run first in the process, as in a server that has been up.",
             "- **index**: `SqliteSearchIndex.search` in-process, client threads with a SQLite "
             "connection each (the index alone). **http**: `POST .../events:search` through "
-            "one `python -m funchost serve` whose data directory is the dataset (index, then "
+            "one `memnet serve` whose data directory is the dataset (index, then "
             "one blob read per hit, JSON over HTTP); the blobs written are exactly the "
             "events the query set returns, and a reply counts as an error unless it returns "
             "the events the index returned in-process. Clients and server share the 2 CPUs.",

@@ -4,12 +4,13 @@ routing, the request and response conversions, and a 500 for a function that rai
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 import azure.functions as func
 
 from funchost.index import FunctionIndex, functions_of, invoke
+from funchost.mcp import McpEndpoint
+from funchost.responses import RawResponse, json_error
 from funchost.routing import (
     Resolution,
     Router,
@@ -24,16 +25,6 @@ logger = logging.getLogger("funchost")
 _TEXTUAL_SUFFIXES = ("json", "xml", "javascript")
 
 
-@dataclass(frozen=True)
-class RawResponse:
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-
-    def header(self, name: str) -> str | None:
-        return next((v for k, v in self.headers if k.lower() == name.lower()), None)
-
-
 class FunctionHost:
     """Turns one HTTP request into one function call; no sockets involved."""
 
@@ -41,8 +32,6 @@ class FunctionHost:
         self.index: FunctionIndex = functions_of(app)
         self.prefix = (read_route_prefix() if route_prefix is None else route_prefix).strip("/")
         self.router = Router(self.index.http_routes, self.prefix)
-        from funchost.mcp import McpEndpoint  # here: funchost.mcp imports this module
-
         self.mcp = McpEndpoint(app)  # the MCP extension's part (funchost/mcp.py)
 
     def dispatch(
@@ -93,11 +82,6 @@ def _not_routed(resolution: Resolution, method: str, path: str) -> RawResponse:
     if resolution.status == 405:
         response.headers.append(("Allow", ", ".join(resolution.allowed)))
     return response
-
-
-def json_error(status: int, body: bytes, request_id: str) -> RawResponse:
-    headers = [("Content-Type", "application/json; charset=utf-8"), ("x-request-id", request_id)]
-    return RawResponse(status, headers, body)
 
 
 def _from_http_response(response: object) -> RawResponse:

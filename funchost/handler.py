@@ -7,13 +7,13 @@ from __future__ import annotations
 import io
 import logging
 import re
+import threading
 import time
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from funchost.dispatch import RawResponse, json_error
 from funchost.mcp import MCP_PATH, refusal
 from funchost.reading import (
     BadFraming,
@@ -23,16 +23,27 @@ from funchost.reading import (
     linger,
     read_body,
 )
+from funchost.responses import RawResponse, json_error
 from funchost.routing import error_body, new_request_id
 
 if TYPE_CHECKING:
-    from funchost.server import Server
+    from funchost.dispatch import FunctionHost
+    from funchost.settings import HostLimits
 
 logger = logging.getLogger("funchost")
 
 _METHOD = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # RFC 9110 token
 _ERROR_CODES = {HTTPStatus.REQUEST_ENTITY_TOO_LARGE: "PAYLOAD_TOO_LARGE"}  # as memnet.domain.errors
 _LINGER_SECONDS = 1.0  # after a refusal, the longest the host reads on to close cleanly
+
+
+class Host(ThreadingHTTPServer):
+    """What a connection reads of the server that accepted it (funchost.server.Server
+    sets each): the app's functions, the limits, and the slots for invocations."""
+
+    function_host: FunctionHost
+    limits: HostLimits
+    invocations: threading.BoundedSemaphore
 
 
 class RequestHandler(BaseHTTPRequestHandler):
@@ -45,7 +56,7 @@ class RequestHandler(BaseHTTPRequestHandler):
     # Nagle off: otherwise the body waits ~40 ms for the client's delayed ACK of the headers.
     disable_nagle_algorithm = True
     wbufsize = 1 << 16
-    server: Server
+    server: Host
 
     def setup(self) -> None:
         super().setup()

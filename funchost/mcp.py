@@ -32,8 +32,8 @@ import mcp.types as types
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import BaseModel, ValidationError
 
-from funchost.dispatch import RawResponse
 from funchost.index import UserFunction, functions_of, invoke
+from funchost.responses import RawResponse
 from funchost.routing import new_request_id
 
 logger = logging.getLogger("funchost")

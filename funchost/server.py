@@ -8,7 +8,6 @@ import socket
 import sys
 import threading
 from dataclasses import dataclass, replace
-from http.server import ThreadingHTTPServer
 from typing import TYPE_CHECKING, Self
 
 import azure.functions as func
@@ -17,7 +16,7 @@ from funchost import settings
 from funchost.background import BackgroundRunner, QueueSource
 from funchost.blobs import blob_poller_for
 from funchost.dispatch import FunctionHost
-from funchost.handler import RequestHandler
+from funchost.handler import Host, RequestHandler
 from funchost.queues import PortQueueSource
 from funchost.routing import error_body, new_request_id
 from funchost.settings import HostLimits, invocation_threads
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("funchost")
 
 
-class Server(ThreadingHTTPServer):
+class Server(Host):
     daemon_threads = True
     request_queue_size = 128
 

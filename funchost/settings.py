@@ -1,5 +1,6 @@
 """Host settings: the host's own limits and pool size, read from the environment (the
-local.settings.json values are loaded by :func:`memnet.local_settings.load_local_settings`)."""
+command line loads local.settings.json into it first, as `func start` does:
+:func:`memnet.local_settings.load_local_settings`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""``python -m funchost serve`` in a process of its own, as a person starts it: for the
-tests that need the command line itself (its settings, its working directory, a kill)."""
+"""``memnet serve`` (as ``python -m memnet``) in a process of its own, as a person starts
+it: for the tests that need the command line itself (its settings, its working directory,
+a kill)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class ServedHost:
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMNET_")}
         env.update({"PYTHONPATH": str(REPO), **self.env})
-        command = [sys.executable, "-m", "funchost", "serve", "--port", str(self.port)]
+        command = [sys.executable, "-m", "memnet", "serve", "--port", str(self.port)]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 command + self.args, cwd=self.cwd, env=env, stdout=log, stderr=log

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from funchost import start_in_thread
-from funchost.__main__ import OPERATOR
 from funchost.queues import PortQueueSource
 from memnet.bootstrap import Services
+from memnet.cli.search import OPERATOR
 from memnet.ports import Condition, EventQuery, StorageError
 from memnet.services.event_index import INDEX_QUEUE
 from tests.api.test_event_indexing import FlakyIndex, flaky, wait_for

@@ -138,12 +138,12 @@ def test_context_cache_settings_reach_the_service():
 
 
 def serve(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``python -m funchost serve`` with ``env`` (and PATH only) until it exits."""
+    """``memnet serve`` (as ``python -m memnet``) with ``env`` (and PATH only) until it exits."""
     return subprocess.run(
         [
             sys.executable,
             "-m",
-            "funchost",
+            "memnet",
             "serve",
             "--port",
             "0",

@@ -2,7 +2,7 @@
 blob is the record; when indexing fails the write still succeeds and the real
 queue-triggered function of ``function_app.py``, run by the local host, indexes the event
 once the index is back.
-Also the operator's ``python -m funchost reindex`` command. Local files and SQLite queue, and
+Also the operator's ``memnet reindex`` command. Local files and SQLite queue, and
 Azure Blob and Azure Storage Queues on Azurite."""
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def run_cli(data_dir: Path, *args: str) -> str:
         "MEMNET_PROFILES_DIR": str(REPO / "profiles"),
         "MEMNET_CALLERS_FILE": str(REPO / "callers.dev.json"),
     }
-    command = [sys.executable, "-m", "funchost", *args, "--settings", str(data_dir / "none.json")]
+    command = [sys.executable, "-m", "memnet", *args, "--settings", str(data_dir / "none.json")]
     done = subprocess.run(
         command, cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=True
     )

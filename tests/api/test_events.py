@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from funchost.__main__ import OPERATOR
 from memnet.bootstrap import Services
+from memnet.cli.search import OPERATOR
 from memnet.ports import IndexedEvent
 from tests.clients import ApiClient, Reply
 

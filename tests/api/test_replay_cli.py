@@ -1,4 +1,4 @@
-"""``python -m memnet replay SNAPSHOT --dry-run``: what a replay would write now, and
+"""``memnet replay SNAPSHOT --dry-run``: what a replay would write now, and
 the difference from what it wrote before, writing nothing."""
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from memnet import bootstrap
-from memnet.__main__ import main, parse_snapshot
 from memnet.bootstrap import Services
+from memnet.cli import main
+from memnet.cli.replay import parse_snapshot
 from memnet.domain.layout import SnapshotRef
 from tests.api.test_replay import drain
 from tests.clients import DirectClient

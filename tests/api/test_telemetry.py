@@ -15,9 +15,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from funchost.__main__ import OPERATOR
 from memnet import bootstrap
 from memnet.bootstrap import Services
+from memnet.cli.search import OPERATOR
 from memnet.services import telemetry
 from memnet.services.replay_writes import REPLAY_QUEUE
 from tests.api.test_documents import create, patch

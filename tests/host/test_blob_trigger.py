@@ -219,8 +219,8 @@ def test_without_a_store_no_blob_function_runs(store: FileBlobStore) -> None:
 def test_funchost_serve_polls_the_apps_blob_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from funchost.__main__ import main
     from memnet import bootstrap
+    from memnet.cli import main
 
     repo = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("MEMNET_BLOB_CONTAINER", "served-blobs")

@@ -141,8 +141,8 @@ def test_truncated_body_is_400(server: RunningServer, request_bytes: bytes) -> N
 def test_memnet_serve_gives_the_host_the_apps_body_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from funchost.__main__ import main
     from memnet import bootstrap
+    from memnet.cli import main
 
     repo = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("MEMNET_MAX_BODY_BYTES", "12345")

@@ -11,7 +11,8 @@ The layers are packages and every import of ours points inward:
   another adapter family;
 - the composition root imports anything of ours but ``memnet.api``;
 - nothing imports ``memnet.api``, ``funchost`` or ``function_app`` but the entry points
-  (``function_app.py``, ``funchost/__main__.py``) and the host itself.
+  (``function_app.py``; the command line, ``memnet.cli`` and ``memnet/__main__.py``) and
+  the host itself.
 
 Also: ``azure.functions`` only in entry points and the host; Azure SDKs only in
 ``memnet.adapters.azure``, but for ``azure.storage.blob`` in the host, which hands a blob
@@ -19,7 +20,7 @@ function typed as the SDK's ``BlobClient`` that client, as the Functions worker 
 The rule runs over ``memnet/``, ``funchost/`` and ``function_app.py``;
 ``test_a_planted_import_breaks_the_rule`` shows it failing.
 
-And no import circles among the modules of ``memnet/`` (docs/architecture.md, "The
+And no import circles among the modules of ``memnet/`` or ``funchost/`` (docs/architecture.md, "The
 layers"): within a layer too, each module's imports point one way, so any module can be
 imported first and a type the rules need lives below them (``memnet.domain.bindings``
 below the rule parsers, below ``memnet.domain.profiles``).
@@ -36,7 +37,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 AZURE_SDKS = ("azure.storage", "azure.identity", "azure.core", "azure.search", "azure.keyvault")
 IO_MODULES = frozenset({"os", "pathlib", "socket", "sqlite3", "shutil", "subprocess", "io"})
-ENTRY_POINTS = frozenset({"function_app", "funchost.__main__"})
+ENTRY_POINTS = frozenset({"function_app", "memnet.__main__", "memnet.cli"})
 HOST_SDK = "azure.storage.blob"  # funchost/blobs.py: the SDK-type binding's BlobClient
 
 
@@ -69,7 +70,7 @@ def absolute(node: ast.ImportFrom, module: str) -> str:
 
 def layer(module: str) -> str:
     """The layer a module of ours belongs to."""
-    if module in ENTRY_POINTS:
+    if module in ENTRY_POINTS or module.startswith("memnet.cli."):
         return "entry"
     for prefix in (
         "memnet.domain",
@@ -167,8 +168,7 @@ def test_every_module_of_the_core_is_in_a_layer():
     top = {module_name(p) for p in ROOT.joinpath("memnet").glob("*.py")}
     assert top == {
         "memnet",
-        "memnet.__main__",  # ``python -m memnet``: the core's commands (root layer)
-        "memnet.commands",  # its governance commands: sweep, compact, forget, hold
+        "memnet.__main__",  # ``python -m memnet``: the command line, memnet.cli (entry)
         "memnet.bootstrap",
         "memnet.wiring",  # which adapter each setting selects, for the bootstrap
         "memnet.callers",  # the bootstrap's wiring of authentication and vault secrets
@@ -198,6 +198,8 @@ def test_every_module_of_the_core_is_in_a_layer():
         ("memnet.services.audit", "from azure.storage.blob import BlobClient"),
         ("funchost.blobs", "from azure.identity import DefaultAzureCredential"),
         ("funchost.server", "import azure.storage.queue"),
+        ("memnet.bootstrap", "from memnet.cli import main"),
+        ("memnet.services.replay", "import funchost"),
     ],
 )
 def test_a_planted_import_breaks_the_rule(module: str, planted: str):
@@ -235,10 +237,12 @@ def loads(source: str, module: str, modules: Collection[str]) -> set[str]:
     return {name for name in found if name in modules and name != module}
 
 
-def import_graph(planted: Mapping[str, str] | None = None) -> dict[str, set[str]]:
-    """Each module of ``memnet/`` and the modules of ``memnet/`` it loads; ``planted``
-    adds a line to a module's source."""
-    sources = {module_name(p): p.read_text() for p in ROOT.joinpath("memnet").rglob("*.py")}
+def import_graph(
+    planted: Mapping[str, str] | None = None, package: str = "memnet"
+) -> dict[str, set[str]]:
+    """Each module of ``package`` and the modules of it that it loads; ``planted`` adds a
+    line to a module's source."""
+    sources = {module_name(p): p.read_text() for p in ROOT.joinpath(package).rglob("*.py")}
     for module, line in (planted or {}).items():
         sources[module] += "\n" + line + "\n"
     return {module: loads(source, module, sources) for module, source in sources.items()}
@@ -266,8 +270,9 @@ def reachable(graph: Mapping[str, set[str]], start: str) -> set[str]:
     return seen
 
 
-def test_no_modules_of_the_core_import_one_another_in_a_circle():
-    assert circles(import_graph()) == []
+@pytest.mark.parametrize("package", ["memnet", "funchost"])
+def test_no_modules_import_one_another_in_a_circle(package: str):
+    assert circles(import_graph(package=package)) == []
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
-"""The governance operator commands of ``python -m memnet`` (issue 11): the same jobs the
-timer and queue functions run, over the configured backends, each with ``--dry-run``
-(which writes nothing), progress on stderr while they run (what is done, and what a
-command waits for: :class:`Progress`) and a JSON summary on stdout at the end.
+"""The governance commands (issue 11): the same jobs the timer and queue functions run,
+over the configured backends, each with ``--dry-run`` (which writes nothing), progress
+on stderr while they run (what is done, and what a command waits for: :class:`Progress`)
+and a JSON summary on stdout at the end.
 
 ``sweep``    retention sweep: runs bounded invocations until one pass over the store is
              done (``--once``: one invocation, as the timer does);
@@ -16,24 +16,28 @@ command waits for: :class:`Progress`) and a JSON summary on stdout at the end.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from memnet.bootstrap import Services
+from memnet.cli.loading import add_settings_options, load
 from memnet.domain.callers import ANY, Caller
 from memnet.domain.errors import BadRequest, MemnetError
 from memnet.domain.identifiers import check_identifier
 from memnet.domain.layout import forget_conversation_job_name, forget_job_name, user_prefix
 from memnet.domain.timestamps import parse_timestamp
 from memnet.services.holds import HOLD_KINDS
-from memnet.settings import LOCAL_SETTINGS
 
-OPERATOR = "memnet-operator"
+if TYPE_CHECKING:
+    from memnet.bootstrap import Services
+
+DEFAULT_ACTOR = "memnet-operator"  # who asks, in audit records and receipts, by default
 QUIET_SECONDS = 10.0  # off a terminal, a progress line at least this often while nothing changes
 
 
@@ -67,7 +71,6 @@ class Progress:
 
 
 def add_commands(commands: Any) -> None:
-    """Add the governance subcommands to ``python -m memnet``'s parser."""
     sweep = commands.add_parser("sweep", help="retention sweep (resumable, bounded runs)")
     sweep.add_argument("--dry-run", action="store_true", help="list what it would delete")
     sweep.add_argument("--limit", type=int, default=None, help="dry run: blobs to look at")
@@ -86,14 +89,18 @@ def add_commands(commands: Any) -> None:
     hold.add_argument("--reason", help="why (set)")
     hold.add_argument("--kinds", help=f"comma list of {','.join(HOLD_KINDS)} (set; default all)")
     hold.add_argument("--dry-run", action="store_true", help="show the change, write nothing")
-    for parser in (sweep, compact, forget, hold):
-        parser.add_argument("--settings", default=str(LOCAL_SETTINGS), help="values file")
-        parser.add_argument("--actor", default=OPERATOR, help="who asks (audit, receipts)")
+    for parser, job in ((sweep, _sweep), (compact, _compact), (forget, _forget), (hold, _hold)):
+        add_settings_options(parser)
+        parser.add_argument("--actor", default=DEFAULT_ACTOR, help="who asks (audit, receipts)")
+        parser.set_defaults(run=functools.partial(_run, job))
 
 
-def run(services: Services, args: argparse.Namespace) -> int:
-    handler = {"sweep": _sweep, "compact": _compact, "forget": _forget, "hold": _hold}
-    summary, code = handler[args.command](services, args)
+Job = Callable[["Services", argparse.Namespace], tuple[dict[str, Any], int]]
+
+
+def _run(job: Job, args: argparse.Namespace) -> int:
+    """Run ``job`` over the configured services and print its JSON summary."""
+    summary, code = job(load(args), args)
     print(json.dumps(summary, indent=2, ensure_ascii=False))
     return code
 
