@@ -7,10 +7,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from memnet import bootstrap
 from memnet.api import listing, parsing
-from memnet.api.access import caller_of
-from memnet.api.endpoint import endpoint
+from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import PatchBody, PutBody
@@ -24,21 +22,16 @@ HISTORY_SUFFIX = ":history"
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
 
-def _caller(request: ApiRequest) -> Caller:
-    return caller_of(request)
-
-
-@endpoint
-def get_document(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = _caller(request)
+@endpoint()
+def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     path = request.route_params.get("path", "")
     if not path:
-        return listing.list_documents(request, caller)
+        return listing.list_documents(request, ctx)
     if path.endswith(HISTORY_SUFFIX):
-        return _history(request, caller, path.removesuffix(HISTORY_SUFFIX))
+        return _history(request, ctx, path.removesuffix(HISTORY_SUFFIX))
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
-    found = bootstrap.services().documents.read(caller, ref, profile_id)
+    found = ctx.services.documents.read(ctx.caller, ref, profile_id)
     return ApiResponse.encoded(200, _read_body(found), {"ETag": found.etag})
 
 
@@ -51,8 +44,8 @@ def _read_body(found: StoredDocument) -> bytes:
     return ApiResponse.json(200, {"etag": found.etag, "document": found.document}).body
 
 
-def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
-    services = bootstrap.services()
+def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:
+    services = ctx.services
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     limit = parsing.bounded_int(request.query, "limit", services.settings.history_limit, 1000)
@@ -64,27 +57,25 @@ def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
             field="before",
             location=["query", "before"],
         )
-    page = services.documents.history(caller, ref, profile_id, limit, before)
+    page = services.documents.history(ctx.caller, ref, profile_id, limit, before)
     return ApiResponse.json(200, page)
 
 
-@endpoint
-def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = _caller(request)  # 401 first, as on every route
+@endpoint()
+def patch_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     _refuse_history(request)
-    raw, body = parsing.model_body(request, _limit(), PatchBody)
-    command = _command(request, caller, raw, body, request_id)
+    raw, body = parsing.model_body(request, _limit(ctx), PatchBody)
+    command = _command(request, ctx, raw, body)
     command = _with(command, ops=parse_ops(raw["ops"]), rebase=body.rebase)
-    return _render(bootstrap.services().documents.patch(caller, command), caller)
+    return _render(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
 
 
-@endpoint
-def put_document(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = _caller(request)  # 401 first, as on every route
+@endpoint()
+def put_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     _refuse_history(request)
-    raw, body = parsing.model_body(request, _limit(), PutBody)
-    command = _with(_command(request, caller, raw, body, request_id), content=raw["content"])
-    return _render(bootstrap.services().documents.replace(caller, command), caller)
+    raw, body = parsing.model_body(request, _limit(ctx), PutBody)
+    command = _with(_command(request, ctx, raw, body), content=raw["content"])
+    return _render(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
 
 
 def _refuse_history(request: ApiRequest) -> None:
@@ -99,15 +90,12 @@ def _refuse_history(request: ApiRequest) -> None:
 
 
 def _command(
-    request: ApiRequest,
-    caller: Caller,
-    raw: dict[str, Any],
-    body: PatchBody | PutBody,
-    request_id: str,
+    request: ApiRequest, ctx: RequestContext, raw: dict[str, Any], body: PatchBody | PutBody
 ) -> WriteCommand:
     """The write as the service takes it; ``raw`` (the body as sent) is fingerprinted, so
     a retry matches its first attempt whatever the models normalise."""
     ref = parsing.document_ref(request, request.route_params.get("path", ""))
+    caller = ctx.caller
     if_match, create = parsing.precondition(request)
     parsing.check_reason(body.reason, caller.roles)
     return WriteCommand(
@@ -118,7 +106,7 @@ def _command(
         idempotency_key=parsing.idempotency_key(request),
         fingerprint=parsing.fingerprint(request, caller.caller_id, raw),
         reason=body.reason,
-        request_id=request_id,
+        request_id=ctx.request_id,
         evidence=raw.get("evidence"),
         confidence=body.confidence if isinstance(body, PatchBody) else None,
     )
@@ -128,8 +116,8 @@ def _with(command: WriteCommand, **changes: Any) -> WriteCommand:
     return replace(command, **changes)
 
 
-def _limit() -> int:
-    return bootstrap.services().settings.max_body_bytes
+def _limit(ctx: RequestContext) -> int:
+    return ctx.services.settings.max_body_bytes
 
 
 def _render(response: Response, caller: Caller) -> ApiResponse:
