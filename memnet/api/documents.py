@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
-from typing import Any
 
 from memnet.api import listing, parsing
 from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.api.models.requests import PatchBody, PutBody
+from memnet.api.models.requests import PatchBody, PatchOp, PutBody
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, MethodNotAllowed
-from memnet.domain.patching import parse_ops
+from memnet.domain.patching import Op, op_of
 from memnet.services.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
@@ -63,18 +61,13 @@ def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse
 
 @endpoint()
 def patch_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
-    _refuse_history(request)
-    raw, body = parsing.model_body(request, _limit(ctx), PatchBody)
-    command = _command(request, ctx, raw, body)
-    command = _with(command, ops=parse_ops(raw["ops"]), rebase=body.rebase)
+    command = _write_command(request, ctx, PatchBody)
     return _render(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
 
 
 @endpoint()
 def put_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
-    _refuse_history(request)
-    raw, body = parsing.model_body(request, _limit(ctx), PutBody)
-    command = _with(_command(request, ctx, raw, body), content=raw["content"])
+    command = _write_command(request, ctx, PutBody)
     return _render(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
 
 
@@ -89,35 +82,45 @@ def _refuse_history(request: ApiRequest) -> None:
         raise MethodNotAllowed("A namespace's listing is read-only.", allow="GET")
 
 
-def _command(
-    request: ApiRequest, ctx: RequestContext, raw: dict[str, Any], body: PatchBody | PutBody
+def _write_command(
+    request: ApiRequest, ctx: RequestContext, model: type[PatchBody] | type[PutBody]
 ) -> WriteCommand:
-    """The write as the service takes it; ``raw`` (the body as sent) is fingerprinted, so
-    a retry matches its first attempt whatever the models normalise."""
+    """The write as the service takes it, in one pass over the request, each part checked
+    once and in the order its errors are reported: the route (405), the body (413, 415,
+    400 from its model), the document's path, the preconditions (400, 428), the reason
+    (403), the idempotency key and the ops' pointers (400). ``raw`` (the body as sent) is
+    fingerprinted, so a retry matches its first attempt whatever the models normalise."""
+    _refuse_history(request)
+    raw, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, model)
     ref = parsing.document_ref(request, request.route_params.get("path", ""))
-    caller = ctx.caller
     if_match, create = parsing.precondition(request)
-    parsing.check_reason(body.reason, caller.roles)
+    parsing.check_reason(body.reason, ctx.caller.roles)
+    key = parsing.idempotency_key(request)
+    patch = body if isinstance(body, PatchBody) else None
     return WriteCommand(
         ref=ref,
         profile_id=body.profile_id,
         binding_id=body.binding_id,
         precondition=Precondition(if_match, create),
-        idempotency_key=parsing.idempotency_key(request),
-        fingerprint=parsing.fingerprint(request, caller.caller_id, raw),
+        idempotency_key=key,
+        fingerprint=parsing.fingerprint(request, ctx.caller.caller_id, raw),
         reason=body.reason,
         request_id=ctx.request_id,
         evidence=raw.get("evidence"),
-        confidence=body.confidence if isinstance(body, PatchBody) else None,
+        confidence=patch.confidence if patch else None,
+        ops=_ops(patch.ops) if patch else [],
+        content=None if patch else raw["content"],
+        rebase=patch.rebase if patch else False,
     )
 
 
-def _with(command: WriteCommand, **changes: Any) -> WriteCommand:
-    return replace(command, **changes)
-
-
-def _limit(ctx: RequestContext) -> int:
-    return ctx.services.settings.max_body_bytes
+def _ops(ops: list[PatchOp]) -> list[Op]:
+    """The validated ops as the domain's: their members are checked by the model already,
+    so only the pointers are left to parse."""
+    return [
+        op_of(i, op.op, op.path, getattr(op, "value", None), getattr(op, "from_", None))
+        for i, op in enumerate(ops)
+    ]
 
 
 def _render(response: Response, caller: Caller) -> ApiResponse:
