@@ -1,14 +1,16 @@
 """Azure Functions entry points (Python v2 model). Thin: each trigger adapts the request,
-calls one handler in ``memnet.api``, and renders the response. Nothing heavy at import."""
+calls one handler in ``memnet.api`` with the process's services
+(:func:`memnet.bootstrap.services`, built on first use), and renders the response.
+Nothing heavy at import."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import azure.functions as func
 import azurefunctions.extensions.bindings.blob as blob
 
+from memnet import bootstrap
 from memnet.api import (
     context,
     documents,
@@ -19,7 +21,8 @@ from memnet.api import (
     proposals,
     snapshots,
 )
-from memnet.api.http import ApiRequest, ApiResponse
+from memnet.api.endpoint import Endpoint, ServicesSource
+from memnet.api.http import ApiRequest
 from memnet.api.workers import (
     handle_compaction_job,
     handle_compaction_timer,
@@ -37,7 +40,9 @@ app = func.FunctionApp(http_auth_level=func.AuthLevel.ANONYMOUS)
 DOCUMENT_ROUTE = "v1/tenants/{tenant_id}/users/{user_id}/documents/{namespace}/{*path}"
 
 
-def _call(handler: Callable[[ApiRequest], ApiResponse], req: func.HttpRequest) -> func.HttpResponse:
+def _call(
+    handler: Endpoint, req: func.HttpRequest, services: ServicesSource = bootstrap.services
+) -> func.HttpResponse:
     request = ApiRequest.of(
         req.method,
         urlsplit(req.url).path,
@@ -46,7 +51,7 @@ def _call(handler: Callable[[ApiRequest], ApiResponse], req: func.HttpRequest) -
         dict(req.params),
         req.get_body(),
     )
-    response = handler(request)
+    response = handler(request, services)
     return func.HttpResponse(response.body, status_code=response.status, headers=response.headers)
 
 
@@ -57,7 +62,7 @@ def get_health(req: func.HttpRequest) -> func.HttpResponse:
 
 @app.route(route="v1/health/details", methods=["GET"])
 def get_health_details(req: func.HttpRequest) -> func.HttpResponse:
-    return _call(health.get_health_details, req)
+    return _call(health.get_health_details, req, bootstrap.services_or_cause)
 
 
 @app.route(route="v1/openapi.json", methods=["GET"])
@@ -117,7 +122,7 @@ def reindex(req: func.HttpRequest) -> func.HttpResponse:
 @app.queue_trigger(arg_name="msg", queue_name="memnet-index", connection="MEMNET_QUEUE")
 def index_events(msg: func.QueueMessage) -> None:
     """The index worker: one index, delete or promote job per message; raising retries it."""
-    handle_index_job(msg.get_body().decode("utf-8"))
+    handle_index_job(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 SNAPSHOT_ROUTE = "v1/tenants/{tenant_id}/users/{user_id}/snapshots/{conversation_id}/{snapshot_id}"
@@ -153,14 +158,14 @@ def list_unresolved_replays(req: func.HttpRequest) -> func.HttpResponse:
 @app.queue_trigger(arg_name="msg", queue_name="memnet-replay", connection="MEMNET_QUEUE")
 def replay_snapshot(msg: func.QueueMessage) -> None:
     """The replay worker: one snapshot (or one parked patch's retry) per message."""
-    handle_replay_job(msg.get_body().decode("utf-8"))
+    handle_replay_job(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 @app.queue_trigger(arg_name="msg", queue_name="memnet-replay-poison", connection="MEMNET_QUEUE")
 def replay_gave_up(msg: func.QueueMessage) -> None:
     """A replay message that failed every delivery: its replay is recorded as failed
     (or its parked patch left for review), so no status says running for ever."""
-    handle_replay_poison(msg.get_body().decode("utf-8"))
+    handle_replay_poison(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 @app.route(route=SNAPSHOT_ROUTE + "/replay/redrive", methods=["POST"])
@@ -180,7 +185,7 @@ def snapshot_written(client: blob.BlobClient) -> None:
     the upload route on the snapshot id). Event Grid source, as Flex Consumption needs.
     Typed as the SDK's client, the trigger is bound without the blob's content: only the
     names are read here (no I/O); the replay worker reads the snapshot itself."""
-    handle_snapshot_blob(client.container_name, client.blob_name)
+    handle_snapshot_blob(bootstrap.services(), client.container_name, client.blob_name)
 
 
 # -- forgetting (spec 17; docs/forgetting.md) ------------------------------------------------
@@ -231,12 +236,12 @@ def get_receipt(req: func.HttpRequest) -> func.HttpResponse:
 @app.queue_trigger(arg_name="msg", queue_name="memnet-forget", connection="MEMNET_QUEUE")
 def forget_worker(msg: func.QueueMessage) -> None:
     """One bounded invocation of a forget job; it queues itself again until done."""
-    handle_forget_job(msg.get_body().decode("utf-8"))
+    handle_forget_job(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 @app.queue_trigger(arg_name="msg", queue_name="memnet-forget-poison", connection="MEMNET_QUEUE")
 def forget_gave_up(msg: func.QueueMessage) -> None:
-    handle_forget_poison(msg.get_body().decode("utf-8"))
+    handle_forget_poison(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 HOLD_ROUTE = "v1/admin/tenants/{tenant_id}"
@@ -271,7 +276,7 @@ def list_holds(req: func.HttpRequest) -> func.HttpResponse:
 @app.timer_trigger(arg_name="timer", schedule="%MEMNET_SWEEP_SCHEDULE%", run_on_startup=False)
 def retention_sweep(timer: func.TimerRequest) -> None:
     """The retention sweep (docs/retention.md): one bounded, resumable run per tick."""
-    handle_retention_sweep()
+    handle_retention_sweep(bootstrap.services())
 
 
 # -- compaction and freshness (docs/compaction.md) -------------------------------------------
@@ -280,13 +285,13 @@ def retention_sweep(timer: func.TimerRequest) -> None:
 @app.queue_trigger(arg_name="msg", queue_name="memnet-compact", connection="MEMNET_QUEUE")
 def compaction_worker(msg: func.QueueMessage) -> None:
     """Compact one document that a write took over its targets."""
-    handle_compaction_job(msg.get_body().decode("utf-8"))
+    handle_compaction_job(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 @app.timer_trigger(arg_name="timer", schedule="%MEMNET_COMPACTION_SCHEDULE%", run_on_startup=False)
 def compaction_timer(timer: func.TimerRequest) -> None:
     """Freshness and compaction of every document: one bounded, resumable run per tick."""
-    handle_compaction_timer()
+    handle_compaction_timer(bootstrap.services())
 
 
 # -- MCP tools (docs/mcp.md) -------------------------------------------------------------------
@@ -308,16 +313,16 @@ def _tool(spec: tools.ToolSpec) -> dict[str, str]:
 @app.mcp_tool_trigger(**_tool(tools.SPECS["remember"]))
 def mcp_remember(context: str) -> str:
     """An event digest, and optionally a memory item through the PATCH gate."""
-    return tools.call("remember", context)
+    return tools.call("remember", context, bootstrap.services)
 
 
 @app.mcp_tool_trigger(**_tool(tools.SPECS["recall"]))
 def mcp_recall(context: str) -> str:
     """Context assembly and event search."""
-    return tools.call("recall", context)
+    return tools.call("recall", context, bootstrap.services)
 
 
 @app.mcp_tool_trigger(**_tool(tools.SPECS["forget"]))
 def mcp_forget(context: str) -> str:
     """Forget one conversation, or report how its forget is going."""
-    return tools.call("forget", context)
+    return tools.call("forget", context, bootstrap.services)

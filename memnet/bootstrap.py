@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from memnet import callers, telemetry
 from memnet.adapters.clock import SystemClock
+from memnet.container import Services as Services  # re-exported: what build returns
 from memnet.domain.errors import ConfigError, Unavailable
 from memnet.domain.similarity import LexicalSimilarity, Similarity
 from memnet.ports import (
@@ -58,30 +59,6 @@ from memnet.wiring import (
     message_queue,
     search_index,
 )
-
-
-@dataclass(frozen=True)
-class Services:
-    settings: Settings
-    blobs: BlobStore
-    registry: ProfileRegistry
-    authenticator: Authenticator
-    documents: DocumentService
-    audit: AuditLog
-    context: ContextService
-    events: EventService
-    queue: MessageQueue
-    index: SearchIndex
-    snapshots: SnapshotService
-    replay: ReplayService
-    holds: LegalHolds
-    forget: ForgetService
-    forget_conversation: ForgetConversation
-    retention: RetentionService
-    compaction: CompactionService
-    quotas: Quotas
-    listing: DocumentListing
-    proposals: ProposalReview
 
 
 @dataclass(frozen=True)
@@ -422,6 +399,21 @@ def startup_failure() -> StartupFailure | None:
     """Why the last build failed, while the services are not built; else None."""
     with _lock:
         return None if _services is not None else _failure
+
+
+def services_or_cause() -> Services:
+    """:func:`services`, whose ``NOT_READY`` names the startup failure as
+    ``details.cause``: what ``GET /v1/health/details`` answers while the app cannot start
+    (the cause holds no secret; every other route answers without it)."""
+    try:
+        return services()
+    except Unavailable as error:
+        failure = startup_failure()
+        if failure is None:
+            raise
+        raise Unavailable(
+            error.message, code=error.code, retry_after=error.retry_after, cause=failure.details()
+        ) from error
 
 
 def start() -> Services:

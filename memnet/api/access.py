@@ -11,16 +11,17 @@ holds).
 
 from __future__ import annotations
 
-from memnet import bootstrap
 from memnet.api.http import ApiRequest
+from memnet.container import Services
 from memnet.domain.callers import Caller
 from memnet.domain.identifiers import SEGMENT
 
 
-def caller_of(request: ApiRequest, *, write: bool | None = None, metered: bool = True) -> Caller:
+def caller_of(
+    request: ApiRequest, services: Services, *, write: bool | None = None, metered: bool = True
+) -> Caller:
     """The authenticated caller; ``write`` defaults to "not a GET" (the POSTs that only
     read, search and context assembly, say ``write=False``)."""
-    services = bootstrap.services()
     caller = services.authenticator.authenticate(request.headers)
     tenant_id = request.route_params.get("tenant_id")
     user_id = request.route_params.get("user_id")

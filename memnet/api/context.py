@@ -3,21 +3,17 @@
 
 from __future__ import annotations
 
-from memnet import bootstrap
 from memnet.api import parsing
-from memnet.api.access import caller_of
-from memnet.api.endpoint import endpoint
+from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import AssembleBody
 from memnet.services.context import AssembleRequest
 
 
-@endpoint
-def assemble_context(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
-    caller = caller_of(request, write=False)
-    _, body = parsing.model_body(request, services.settings.max_body_bytes, AssembleBody)
-    assembled = services.context.assemble(caller, _request(request, body))
+@endpoint(write=False)
+def assemble_context(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    _, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, AssembleBody)
+    assembled = ctx.services.context.assemble(ctx.caller, _request(request, body))
     return ApiResponse.json(200, assembled)
 
 

@@ -4,41 +4,32 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
-from typing import Any
 
-from memnet import bootstrap
 from memnet.api import listing, parsing
-from memnet.api.access import caller_of
-from memnet.api.endpoint import endpoint
+from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.api.models.requests import PatchBody, PutBody
+from memnet.api.models.requests import PatchBody, PatchOp, PutBody
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, MethodNotAllowed
-from memnet.domain.patching import parse_ops
+from memnet.domain.patching import Op, op_of
 from memnet.services.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
 
-def _caller(request: ApiRequest) -> Caller:
-    return caller_of(request)
-
-
-@endpoint
-def get_document(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = _caller(request)
+@endpoint()
+def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     path = request.route_params.get("path", "")
     if not path:
-        return listing.list_documents(request, caller)
+        return listing.list_documents(request, ctx)
     if path.endswith(HISTORY_SUFFIX):
-        return _history(request, caller, path.removesuffix(HISTORY_SUFFIX))
+        return _history(request, ctx, path.removesuffix(HISTORY_SUFFIX))
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
-    found = bootstrap.services().documents.read(caller, ref, profile_id)
+    found = ctx.services.documents.read(ctx.caller, ref, profile_id)
     return ApiResponse.encoded(200, _read_body(found), {"ETag": found.etag})
 
 
@@ -51,8 +42,8 @@ def _read_body(found: StoredDocument) -> bytes:
     return ApiResponse.json(200, {"etag": found.etag, "document": found.document}).body
 
 
-def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
-    services = bootstrap.services()
+def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:
+    services = ctx.services
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     limit = parsing.bounded_int(request.query, "limit", services.settings.history_limit, 1000)
@@ -64,27 +55,20 @@ def _history(request: ApiRequest, caller: Caller, path: str) -> ApiResponse:
             field="before",
             location=["query", "before"],
         )
-    page = services.documents.history(caller, ref, profile_id, limit, before)
+    page = services.documents.history(ctx.caller, ref, profile_id, limit, before)
     return ApiResponse.json(200, page)
 
 
-@endpoint
-def patch_document(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = _caller(request)  # 401 first, as on every route
-    _refuse_history(request)
-    raw, body = parsing.model_body(request, _limit(), PatchBody)
-    command = _command(request, caller, raw, body, request_id)
-    command = _with(command, ops=parse_ops(raw["ops"]), rebase=body.rebase)
-    return _render(bootstrap.services().documents.patch(caller, command), caller)
+@endpoint()
+def patch_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    command = _write_command(request, ctx, PatchBody)
+    return _render(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
 
 
-@endpoint
-def put_document(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = _caller(request)  # 401 first, as on every route
-    _refuse_history(request)
-    raw, body = parsing.model_body(request, _limit(), PutBody)
-    command = _with(_command(request, caller, raw, body, request_id), content=raw["content"])
-    return _render(bootstrap.services().documents.replace(caller, command), caller)
+@endpoint()
+def put_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    command = _write_command(request, ctx, PutBody)
+    return _render(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
 
 
 def _refuse_history(request: ApiRequest) -> None:
@@ -98,38 +82,45 @@ def _refuse_history(request: ApiRequest) -> None:
         raise MethodNotAllowed("A namespace's listing is read-only.", allow="GET")
 
 
-def _command(
-    request: ApiRequest,
-    caller: Caller,
-    raw: dict[str, Any],
-    body: PatchBody | PutBody,
-    request_id: str,
+def _write_command(
+    request: ApiRequest, ctx: RequestContext, model: type[PatchBody] | type[PutBody]
 ) -> WriteCommand:
-    """The write as the service takes it; ``raw`` (the body as sent) is fingerprinted, so
-    a retry matches its first attempt whatever the models normalise."""
+    """The write as the service takes it, in one pass over the request, each part checked
+    once and in the order its errors are reported: the route (405), the body (413, 415,
+    400 from its model), the document's path, the preconditions (400, 428), the reason
+    (403), the idempotency key and the ops' pointers (400). ``raw`` (the body as sent) is
+    fingerprinted, so a retry matches its first attempt whatever the models normalise."""
+    _refuse_history(request)
+    raw, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, model)
     ref = parsing.document_ref(request, request.route_params.get("path", ""))
     if_match, create = parsing.precondition(request)
-    parsing.check_reason(body.reason, caller.roles)
+    parsing.check_reason(body.reason, ctx.caller.roles)
+    key = parsing.idempotency_key(request)
+    patch = body if isinstance(body, PatchBody) else None
     return WriteCommand(
         ref=ref,
         profile_id=body.profile_id,
         binding_id=body.binding_id,
         precondition=Precondition(if_match, create),
-        idempotency_key=parsing.idempotency_key(request),
-        fingerprint=parsing.fingerprint(request, caller.caller_id, raw),
+        idempotency_key=key,
+        fingerprint=parsing.fingerprint(request, ctx.caller.caller_id, raw),
         reason=body.reason,
-        request_id=request_id,
+        request_id=ctx.request_id,
         evidence=raw.get("evidence"),
-        confidence=body.confidence if isinstance(body, PatchBody) else None,
+        confidence=patch.confidence if patch else None,
+        ops=_ops(patch.ops) if patch else [],
+        content=None if patch else raw["content"],
+        rebase=patch.rebase if patch else False,
     )
 
 
-def _with(command: WriteCommand, **changes: Any) -> WriteCommand:
-    return replace(command, **changes)
-
-
-def _limit() -> int:
-    return bootstrap.services().settings.max_body_bytes
+def _ops(ops: list[PatchOp]) -> list[Op]:
+    """The validated ops as the domain's: their members are checked by the model already,
+    so only the pointers are left to parse."""
+    return [
+        op_of(i, op.op, op.path, getattr(op, "value", None), getattr(op, "from_", None))
+        for i, op in enumerate(ops)
+    ]
 
 
 def _render(response: Response, caller: Caller) -> ApiResponse:

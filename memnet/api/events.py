@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from memnet import bootstrap
 from memnet.api import parsing
-from memnet.api.access import caller_of
-from memnet.api.endpoint import endpoint
+from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import ReindexBody, SearchBody
@@ -13,48 +11,45 @@ from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
 from memnet.domain.ranking import Ranking
 from memnet.ports import EventQuery
+from memnet.services.registry import ProfileRegistry
 
 
 def _scope(request: ApiRequest) -> tuple[str, str]:
     return parsing.path_id(request, "tenant_id"), parsing.path_id(request, "user_id")
 
 
-@endpoint
-def write_event(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
-    caller = caller_of(request)
-    body = parsing.json_body(request, services.settings.max_body_bytes)  # the domain checks
+@endpoint()
+def write_event(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    body = parsing.json_body(request, ctx.services.settings.max_body_bytes)  # the domain checks
     tenant_id, user_id = _scope(request)
     key = parsing.idempotency_key(request)
-    fingerprint = parsing.fingerprint(request, caller.caller_id, body)
-    response = services.events.write(caller, tenant_id, user_id, body, key, fingerprint)
+    fingerprint = parsing.fingerprint(request, ctx.caller.caller_id, body)
+    response = ctx.services.events.write(ctx.caller, tenant_id, user_id, body, key, fingerprint)
     headers = {"Idempotent-Replayed": "true"} if response.get("replayed") else {}
     return ApiResponse.json(created_status(response), response["body"], headers)
 
 
-@endpoint
-def get_event(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
-    caller = caller_of(request)
+@endpoint()
+def get_event(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     tenant_id, user_id = _scope(request)
     event_id = parsing.path_id(request, "event_id")
-    return ApiResponse.json(200, services.events.get(caller, tenant_id, user_id, event_id))
+    return ApiResponse.json(200, ctx.services.events.get(ctx.caller, tenant_id, user_id, event_id))
 
 
-@endpoint
-def search_events(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
-    caller = caller_of(request, write=False)
-    _, body = parsing.model_body(request, services.settings.max_body_bytes, SearchBody)
+@endpoint(write=False)
+def search_events(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    _, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, SearchBody)
     tenant_id, user_id = _scope(request)
     query = _query(tenant_id, user_id, body)
     half_life = body.recency_half_life_days
-    ranking, weight = _ranking(caller, body), _dense_weight(caller, body)
-    found = services.events.search(caller, query, half_life, ranking, weight)
+    registry = ctx.services.registry
+    ranking = _ranking(registry, ctx.caller, body)
+    weight = _dense_weight(registry, ctx.caller, body)
+    found = ctx.services.events.search(ctx.caller, query, half_life, ranking, weight)
     return ApiResponse.json(200, found)
 
 
-def _ranking(caller: Caller, body: SearchBody) -> Ranking | None:
+def _ranking(registry: ProfileRegistry, caller: Caller, body: SearchBody) -> Ranking | None:
     """The request's ``ranking``; else, unless the request asks for the plain recency
     decay, its profile's ``search_rules.ranking`` (the named profile, or the caller's
     only one); else none (the index's order)."""
@@ -66,18 +61,16 @@ def _ranking(caller: Caller, body: SearchBody) -> Ranking | None:
         return Ranking.of(body.ranking.model_dump())
     if body.recency_half_life_days is not None:
         return None
-    registry = bootstrap.services().registry
     if body.profile_id is None and caller.default_profile(registry.profile_ids()) is None:
         return None  # several profiles and none named: no profile's defaults apply
     return registry.for_caller(caller, body.profile_id).ranking
 
 
-def _dense_weight(caller: Caller, body: SearchBody) -> float | None:
+def _dense_weight(registry: ProfileRegistry, caller: Caller, body: SearchBody) -> float | None:
     """The request's ``dense_weight``; else its profile's ``search_rules.dense_weight``
     (the profile chosen as for ranking); else None (the service's setting)."""
     if body.dense_weight is not None:
         return float(body.dense_weight)
-    registry = bootstrap.services().registry
     if body.profile_id is None and caller.default_profile(registry.profile_ids()) is None:
         return None
     return registry.for_caller(caller, body.profile_id).dense_weight
@@ -87,11 +80,9 @@ def _bad_ranking(message: str) -> BadRequest:
     return BadRequest(message, code="INVALID_FIELD", field="ranking", location=["body", "ranking"])
 
 
-@endpoint
-def reindex(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
-    caller = caller_of(request, metered=False)
-    _, body = parsing.model_body(request, services.settings.max_body_bytes, ReindexBody)
+@endpoint(metered=False)
+def reindex(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    _, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, ReindexBody)
     if body.user_id is not None and body.tenant_id is None:
         raise BadRequest(
             "user_id needs tenant_id.",
@@ -99,7 +90,9 @@ def reindex(request: ApiRequest, request_id: str) -> ApiResponse:
             field="user_id",
             location=["body", "user_id"],
         )
-    return ApiResponse.json(202, services.events.reindex(caller, body.tenant_id, body.user_id))
+    return ApiResponse.json(
+        202, ctx.services.events.reindex(ctx.caller, body.tenant_id, body.user_id)
+    )
 
 
 def _query(tenant_id: str, user_id: str, body: SearchBody) -> EventQuery:

@@ -8,10 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import asdict
 
-from memnet import bootstrap
 from memnet.api import parsing
+from memnet.api.endpoint import RequestContext
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
 from memnet.services.listing import Lookup, NamespaceRef
 
@@ -19,7 +18,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 100  # a page costs one read per document: bounded well under a second
 
 
-def list_documents(request: ApiRequest, caller: Caller) -> ApiResponse:
+def list_documents(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     where = NamespaceRef(
         parsing.path_id(request, "tenant_id"),
         parsing.path_id(request, "user_id"),
@@ -27,8 +26,8 @@ def list_documents(request: ApiRequest, caller: Caller) -> ApiResponse:
     )
     profile_id = parsing.optional_str(request.query, "profile_id")
     limit = parsing.bounded_int(request.query, "limit", DEFAULT_LIMIT, MAX_LIMIT)
-    page = bootstrap.services().listing.list_documents(
-        caller, where, profile_id, limit, request.query.get("continuation"), _lookup(request)
+    page = ctx.services.listing.list_documents(
+        ctx.caller, where, profile_id, limit, request.query.get("continuation"), _lookup(request)
     )
     documents = [asdict(item) for item in page.documents]
     return ApiResponse.json(200, {"documents": documents, "continuation": page.continuation})

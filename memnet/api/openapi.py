@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from memnet.api.endpoint import endpoint
+from memnet.api.endpoint import ServicesSource, public
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models import responses as rs
 from memnet.api.models.parameters import (
@@ -39,8 +39,8 @@ Refs = dict[tuple[str, str], str]
 response)."""
 
 
-@endpoint
-def get_openapi(request: ApiRequest, request_id: str) -> ApiResponse:
+@public
+def get_openapi(request: ApiRequest, services: ServicesSource) -> ApiResponse:
     return ApiResponse.encoded(200, serialised().encode())
 
 

@@ -4,10 +4,8 @@
 
 from __future__ import annotations
 
-from memnet import bootstrap
 from memnet.api import parsing
-from memnet.api.access import caller_of
-from memnet.api.endpoint import endpoint
+from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.base import validated
 from memnet.api.models.requests import ReviewBody
@@ -16,18 +14,16 @@ from memnet.domain.proposals import PROPOSAL_ID
 from memnet.services.proposal_review import DECISIONS, Review
 
 
-@endpoint
-def list_proposals(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = caller_of(request)
+@endpoint()
+def list_proposals(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     tenant_id, user_id = parsing.path_id(request, "tenant_id"), parsing.path_id(request, "user_id")
     profile_id = parsing.optional_str(request.query, "profile_id")
-    queue = bootstrap.services().proposals.pending(caller, tenant_id, user_id, profile_id)
+    queue = ctx.services.proposals.pending(ctx.caller, tenant_id, user_id, profile_id)
     return ApiResponse.json(200, queue)
 
 
-@endpoint
-def review_proposal(request: ApiRequest, request_id: str) -> ApiResponse:
-    caller = caller_of(request)
+@endpoint()
+def review_proposal(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     tenant_id, user_id = parsing.path_id(request, "tenant_id"), parsing.path_id(request, "user_id")
     profile_id = parsing.optional_str(request.query, "profile_id")
     decision = request.route_params.get("decision", "")
@@ -36,7 +32,7 @@ def review_proposal(request: ApiRequest, request_id: str) -> ApiResponse:
     proposal_id = request.route_params.get("proposal_id", "")
     if not PROPOSAL_ID.fullmatch(proposal_id):
         raise _bad_path("proposal_id", "proposal_id must be an id from the proposal queue.")
-    body = _body(request)
+    body = _body(request, ctx.services.settings.max_body_bytes)
     if (decision == "edit") != ("candidate" in body.model_fields_set):
         raise BadRequest(
             "candidate is required to edit, and only then.",
@@ -45,16 +41,16 @@ def review_proposal(request: ApiRequest, request_id: str) -> ApiResponse:
             location=["body", "candidate"],
         )
     review = Review(proposal_id, decision, body.candidate, body.note)
-    answer = bootstrap.services().proposals.review(caller, tenant_id, user_id, profile_id, review)
+    answer = ctx.services.proposals.review(ctx.caller, tenant_id, user_id, profile_id, review)
     headers = {"Idempotent-Replayed": "true"} if answer.get("replayed") else {}
     return ApiResponse.json(200, answer, headers)
 
 
-def _body(request: ApiRequest) -> ReviewBody:
+def _body(request: ApiRequest, limit: int) -> ReviewBody:
     """The body, which approve and reject may leave out."""
     if not request.body:
         return validated(ReviewBody, {})
-    _, body = parsing.model_body(request, bootstrap.services().settings.max_body_bytes, ReviewBody)
+    _, body = parsing.model_body(request, limit, ReviewBody)
     return body
 
 

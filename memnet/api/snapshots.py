@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from memnet import bootstrap
 from memnet.api import parsing
-from memnet.api.access import caller_of
-from memnet.api.endpoint import endpoint
+from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.domain import pointers
-from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
 from memnet.domain.layout import SnapshotRef
 from memnet.services.replay_records import ReplayRecord
@@ -43,10 +40,6 @@ RECORD_FIELDS = (
     "unresolved",
     "error",
 )
-
-
-def _caller(request: ApiRequest) -> Caller:
-    return caller_of(request)
 
 
 def _ref(request: ApiRequest) -> SnapshotRef:
@@ -78,37 +71,31 @@ def view(record: ReplayRecord, ref: SnapshotRef, full: bool = True) -> dict[str,
     return body
 
 
-@endpoint
-def put_snapshot(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
-    caller = _caller(request)
-    body = parsing.json_body(request, services.settings.max_body_bytes)  # the domain checks
+@endpoint()
+def put_snapshot(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    body = parsing.json_body(request, ctx.services.settings.max_body_bytes)  # the domain checks
     ref = _ref(request)
-    created, record = services.snapshots.upload(caller, ref, body)
+    created, record = ctx.services.snapshots.upload(ctx.caller, ref, body)
     headers = {"Location": status_url(ref)}
     if not created:
         headers["Idempotent-Replayed"] = "true"
-    return ApiResponse.json(202, view(record, ref, caller.may_read()), headers)
+    return ApiResponse.json(202, view(record, ref, ctx.caller.may_read()), headers)
 
 
-@endpoint
-def get_snapshot(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
-    return ApiResponse.json(200, services.snapshots.read(_caller(request), _ref(request)))
+@endpoint()
+def get_snapshot(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    return ApiResponse.json(200, ctx.services.snapshots.read(ctx.caller, _ref(request)))
 
 
-@endpoint
-def get_replay(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
+@endpoint()
+def get_replay(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     ref = _ref(request)
-    return ApiResponse.json(200, view(services.snapshots.status(_caller(request), ref), ref))
+    return ApiResponse.json(200, view(ctx.services.snapshots.status(ctx.caller, ref), ref))
 
 
-@endpoint
-def resolve_patch(request: ApiRequest, request_id: str) -> ApiResponse:
+@endpoint()
+def resolve_patch(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     """``POST .../replay/patches/{patch_index}/{action}``: ``retry`` or ``discard``."""
-    services = bootstrap.services()
-    caller = _caller(request)
     ref = _ref(request)
     action = request.route_params.get("action", "")
     if action not in ("retry", "discard"):
@@ -125,24 +112,21 @@ def resolve_patch(request: ApiRequest, request_id: str) -> ApiResponse:
             code="INVALID_FIELD",
             location=["path", "patch_index"],
         )
-    record = services.replay.review.resolve(caller, ref, int(index), action)
+    record = ctx.services.replay.review.resolve(ctx.caller, ref, int(index), action)
     return ApiResponse.json(200, view(record, ref))
 
 
-@endpoint
-def redrive(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
+@endpoint()
+def redrive(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     ref = _ref(request)
-    record = services.replay.redrive(_caller(request), ref)
+    record = ctx.services.replay.redrive(ctx.caller, ref)
     return ApiResponse.json(202, view(record, ref), {"Location": status_url(ref)})
 
 
-@endpoint
-def list_unresolved(request: ApiRequest, request_id: str) -> ApiResponse:
-    services = bootstrap.services()
-    caller = _caller(request)
+@endpoint()
+def list_unresolved(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     tenant_id, user_id = parsing.path_id(request, "tenant_id"), parsing.path_id(request, "user_id")
     limit = parsing.bounded_int(request.query, "limit", 100, 1000)
-    found = services.replay.review.unresolved(caller, tenant_id, user_id, limit)
+    found = ctx.services.replay.review.unresolved(ctx.caller, tenant_id, user_id, limit)
     replays = [view(r, r.ref) for r in found]
     return ApiResponse.json(200, {"replays": replays, "count": len(replays)})

@@ -1,4 +1,5 @@
-"""Entry points of queue-triggered work, framework-neutral (the triggers call these)."""
+"""Entry points of queue-, blob- and timer-triggered work, framework-neutral: the triggers
+call these with the process's services."""
 
 from __future__ import annotations
 
@@ -6,41 +7,39 @@ import json
 import logging
 from typing import Any
 
-from memnet import bootstrap
+from memnet.container import Services
 
 logger = logging.getLogger(__name__)
 
 
-def handle_index_job(body: str) -> None:
+def handle_index_job(services: Services, body: str) -> None:
     """Apply one search-index job (see :meth:`memnet.services.events.EventService.handle_job`)."""
-    bootstrap.services().events.handle_job(body)
+    services.events.handle_job(body)
 
 
-def handle_replay_job(body: str) -> None:
+def handle_replay_job(services: Services, body: str) -> None:
     """Run one replay-queue message
     (:meth:`memnet.services.replay.ReplayService.handle_message`)."""
-    bootstrap.services().replay.handle_message(body)
+    services.replay.handle_message(body)
 
 
-def handle_snapshot_blob(container: str, blob_name: str) -> None:
+def handle_snapshot_blob(services: Services, container: str, blob_name: str) -> None:
     """The blob trigger: start the replay of snapshot blob ``blob_name`` of ``container``
     (once: :meth:`memnet.services.snapshots.SnapshotService.start`)."""
-    services = bootstrap.services()
     if container != services.settings.blob_container:
         return
     services.snapshots.start_from_blob(blob_name)
 
 
-def handle_replay_poison(body: str) -> None:
+def handle_replay_poison(services: Services, body: str) -> None:
     """A replay message that failed every delivery (``memnet-replay-poison``): record it
     (:meth:`memnet.services.replay.ReplayService.gave_up`)."""
-    bootstrap.services().replay.gave_up(body)
+    services.replay.gave_up(body)
 
 
-def handle_forget_job(body: str) -> None:
+def handle_forget_job(services: Services, body: str) -> None:
     """One ``memnet-forget`` message: an invocation of a forget-user or forget-conversation
     job (:mod:`memnet.services.forget`); it queues itself again until the job is done."""
-    services = bootstrap.services()
     message = json.loads(body)
     if message.get("kind") == "forget_conversation":
         services.forget_conversation.run(message)
@@ -48,10 +47,9 @@ def handle_forget_job(body: str) -> None:
         services.forget.run(message)
 
 
-def handle_forget_poison(body: str) -> None:
+def handle_forget_poison(services: Services, body: str) -> None:
     """A forget message that failed every delivery: the job is queued again later (a
     forget must finish; the failure is logged each time)."""
-    services = bootstrap.services()
     message = json.loads(body)
     if message.get("kind") == "forget_conversation":
         services.forget_conversation.gave_up(message)
@@ -59,25 +57,25 @@ def handle_forget_poison(body: str) -> None:
         services.forget.gave_up(message)
 
 
-def handle_retention_sweep() -> dict[str, Any]:
+def handle_retention_sweep(services: Services) -> dict[str, Any]:
     """The retention timer: one bounded run of the sweep, resuming its pass
     (:meth:`memnet.services.retention.RetentionService.sweep`); returns its report."""
-    report = bootstrap.services().retention.sweep().as_json()
+    report = services.retention.sweep().as_json()
     logger.info("retention sweep: %s", json.dumps(report, sort_keys=True))
     return report
 
 
-def handle_compaction_job(body: str) -> dict[str, Any]:
+def handle_compaction_job(services: Services, body: str) -> dict[str, Any]:
     """One ``memnet-compact`` message: freshness and compaction of one document
     (:meth:`memnet.services.compaction.CompactionService.handle_job`)."""
-    status = bootstrap.services().compaction.handle_job(body)
+    status = services.compaction.handle_job(body)
     logger.info("compaction: %s", json.dumps(status, sort_keys=True))
     return status
 
 
-def handle_compaction_timer() -> dict[str, Any]:
+def handle_compaction_timer(services: Services) -> dict[str, Any]:
     """The compaction timer: one bounded, resumable scan over every document
     (:meth:`memnet.services.compaction.CompactionService.run_timer`)."""
-    report = bootstrap.services().compaction.run_timer()
+    report = services.compaction.run_timer()
     logger.info("compaction scan: %s", json.dumps(report, sort_keys=True))
     return report

@@ -74,12 +74,18 @@ def _parse_op(index: int, item: Any) -> Op:
     path = item.get("path")
     if not isinstance(path, str):
         raise _invalid(index, "'path' must be a string")
+    return op_of(index, name, path, item.get("value"), from_path)
+
+
+def op_of(index: int, name: str, path: str, value: Any = None, from_path: str | None = None) -> Op:
+    """Op ``index`` from members already known to be well typed (a validated request
+    body's): only its pointers are parsed, 400 naming the op."""
     return Op(
         index=index,
         op=name,
         path=path,
         segments=_pointer(index, path),
-        value=item.get("value"),
+        value=value,
         from_path=from_path,
         from_segments=None if from_path is None else _pointer(index, from_path),
     )

@@ -17,6 +17,7 @@ from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import CONTENT, EXPIRES_AT
 from memnet.domain.errors import Unprocessable
 from memnet.domain.expiry import expires_at
+from memnet.domain.governed import Governed
 from memnet.domain.layout import DocumentRef, user_prefix
 from memnet.domain.patching import Op
 from memnet.domain.policy import Violation
@@ -35,14 +36,14 @@ REVIEWER_ROLES = frozenset({"review", "admin"})  # write durable sections under 
 
 
 def live_holds(
-    governed: tuple[Profile, Binding], caller: Caller, cmd: WriteCommand, ops: list[Op]
+    governed: Governed, caller: Caller, cmd: WriteCommand, ops: list[Op]
 ) -> dict[int, tuple[str, ...]]:
     """What the poisoning guard holds of a caller's PATCH that asserts confidence or
     evidence (an agent's inference, as MCP ``remember`` writes): the ops whose value is
     instruction- or secret-like. A reviewer's or admin's write, and a plain application
     write (neither), are not guarded. Evidence naming another user's or tenant's snapshot
     is refused, ``EVIDENCE_MISMATCH``."""
-    profile, binding = governed
+    profile, binding = governed.profile, governed.binding
     rules = profile.guard
     asserted = cmd.confidence is not None or cmd.evidence is not None
     if (
@@ -84,7 +85,7 @@ def base_of(
 def audit_record(
     caller: Caller,
     cmd: WriteCommand,
-    governed: tuple[Profile, Binding],
+    governed: Governed,
     ticket: Ticket,
     current: StoredDocument | None,
     ops: list[dict[str, Any]],
@@ -92,7 +93,7 @@ def audit_record(
     now: datetime,
 ) -> dict[str, Any]:
     """The audit record (spec 19.2 fields plus what replaying it needs)."""
-    profile, binding = governed
+    profile, binding = governed.profile, governed.binding
     operation = "create" if current is None else ("replace" if cmd.content is not None else "patch")
     record: dict[str, Any] = {
         "change_id": ticket.change_id,

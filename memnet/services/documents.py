@@ -25,6 +25,7 @@ from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import serialise
 from memnet.domain.errors import Conflict, EtagMismatch, MemnetError, NotFound, Unprocessable
 from memnet.domain.expiry import expired
+from memnet.domain.governed import Governed
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import Op
 from memnet.domain.policy import (
@@ -87,12 +88,11 @@ class DocumentService:
 
     def read(self, caller: Caller, ref: DocumentRef, profile_id: str | None) -> StoredDocument:
         caller.require(ref.tenant_id, "read")
-        profile, binding = self.resolve(caller, ref, profile_id, None)
-        stored = self._require(scoped_ref(ref, binding))
-        rules = views.rules_for(profile, binding)
-        if rules is None:
+        governed = self.resolve(caller, ref, profile_id, None)
+        stored = self._require(scoped_ref(ref, governed.binding))
+        if governed.rules is None:
             return stored
-        return StoredDocument(stored.etag, views.seen(stored.document, caller, rules))
+        return StoredDocument(stored.etag, views.seen(stored.document, caller, governed.rules))
 
     def history(
         self,
@@ -105,11 +105,11 @@ class DocumentService:
         """Committed changes of one document, newest first, a page at a time (spec 19.2,
         25.6): ``before`` is the ``next_before`` of the previous page."""
         caller.require(ref.tenant_id, "read")
-        profile, binding = self.resolve(caller, ref, profile_id, None)
-        views.require_full(caller, views.rules_for(profile, binding))
-        ref = scoped_ref(ref, binding)
+        governed = self.resolve(caller, ref, profile_id, None)
+        views.require_full(caller, governed.rules)
+        ref = scoped_ref(ref, governed.binding)
         page = self._chain.page(ref, self._require(ref), limit, before)
-        return visible_history(page, caller, binding)
+        return visible_history(page, caller, governed.binding)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""
@@ -123,8 +123,9 @@ class DocumentService:
 
     def resolve(
         self, caller: Caller, ref: DocumentRef, profile_id: str | None, binding_id: str | None
-    ) -> tuple[Profile, Binding]:
-        """The profile the caller may use and the binding that covers ``ref``."""
+    ) -> Governed:
+        """The profile the caller may use, the binding that covers ``ref`` and its rules:
+        once per request, handed down as one value."""
         profile = self._registry.for_caller(caller, profile_id)
         found = profile.resolve(ref.namespace, ref.path)
         if found is None:
@@ -139,19 +140,19 @@ class DocumentService:
                 code="BINDING_MISMATCH",
                 expected=found[0].binding_id,
             )
-        return profile, found[0]
+        return Governed.of(profile, found[0])
 
     # -- writes --------------------------------------------------------------------
 
     def patch(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "write")
         self._check_tombstone(cmd.ref)
-        profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
-        cmd = scoped_write(caller, cmd, binding)
-        ids = (profile.profile_id, binding.binding_id)
+        governed = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        cmd = scoped_write(caller, cmd, governed.binding)
+        ids = (governed.profile.profile_id, governed.binding.binding_id)
         try:
             response = self._idempotent(
-                caller, cmd, lambda t: self._patch(caller, cmd, profile, binding, t)
+                caller, cmd, lambda t: self._patch(caller, cmd, governed, t)
             )
         except (EtagMismatch, Unprocessable, Conflict) as error:
             if outcome := _failed_outcome(error):
@@ -159,18 +160,16 @@ class DocumentService:
             raise
         telemetry.patch_outcome(_outcome(response), *ids)
         written = None if cmd.reason in STORED_PATHS else cmd.ops
-        return _viewed(response, caller, views.rules_for(profile, binding), written)
+        return _viewed(response, caller, governed.rules, written)
 
     def replace(self, caller: Caller, cmd: WriteCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "admin")
         self._check_tombstone(cmd.ref)
-        profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
-        views.require_full(caller, views.rules_for(profile, binding), "Replacing a document")
-        cmd = scoped_write(caller, cmd, binding, admin_replace=True)
-        response = self._idempotent(
-            caller, cmd, lambda t: self._replace(caller, cmd, profile, binding, t)
-        )
-        return _viewed(response, caller, views.rules_for(profile, binding))
+        governed = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        views.require_full(caller, governed.rules, "Replacing a document")
+        cmd = scoped_write(caller, cmd, governed.binding, admin_replace=True)
+        response = self._idempotent(caller, cmd, lambda t: self._replace(caller, cmd, governed, t))
+        return _viewed(response, caller, governed.rules)
 
     def _check_tombstone(self, ref: DocumentRef) -> None:
         """409 while the user is being (or was just) forgotten (spec 17)."""
@@ -223,7 +222,7 @@ class DocumentService:
         return landed
 
     def _patch(
-        self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
+        self, caller: Caller, cmd: WriteCommand, governed: Governed, ticket: Ticket
     ) -> Response:
         """One attempt; with ``rebase``, a write that loses the race to another writer
         between reading the latest version and writing is rebased again, up to
@@ -231,7 +230,7 @@ class DocumentService:
         if any(op.reads() for op in cmd.ops):  # test, copy and move show the document
             caller.require(cmd.ref.tenant_id, "read")
         if not cmd.rebase:
-            return self._patch_once(caller, cmd, profile, binding, ticket)
+            return self._patch_once(caller, cmd, governed, ticket)
         # Rebasing writers of one document in this process take turns: they would only
         # make each other lose races. Other processes still race, and the ETag decides.
         # A turn not had within TURN_WAIT_SECONDS (a slow store) is skipped: racing is
@@ -239,7 +238,7 @@ class DocumentService:
         turn = self._turns[hash(cmd.ref.blob_name) % len(self._turns)]
         taken = turn.acquire(timeout=TURN_WAIT_SECONDS)
         try:
-            once = partial(self._patch_once, caller, cmd, profile, binding, ticket)
+            once = partial(self._patch_once, caller, cmd, governed, ticket)
             return retrying(once, on=LostRace, attempts=REBASE_ATTEMPTS)
         finally:
             if taken:
@@ -249,22 +248,21 @@ class DocumentService:
         """What :meth:`patch` would answer now, checked the same way but written nowhere
         (no idempotency claim, no audit record, no document; the ETag is None)."""
         caller.require(cmd.ref.tenant_id, "write")
-        profile, binding = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
-        cmd = scoped_write(caller, cmd, binding)
+        governed = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        cmd = scoped_write(caller, cmd, governed.binding)
         ticket = Ticket("", "", "chg_preview", {})
-        response = self._patch_once(caller, cmd, profile, binding, ticket, write=False)
-        return _viewed(response, caller, views.rules_for(profile, binding), cmd.ops)
+        response = self._patch_once(caller, cmd, governed, ticket, write=False)
+        return _viewed(response, caller, governed.rules, cmd.ops)
 
     def _patch_once(
         self,
         caller: Caller,
         cmd: WriteCommand,
-        profile: Profile,
-        binding: Binding,
+        governed: Governed,
         ticket: Ticket,
         write: bool = True,
     ) -> Response:
-        rules = views.rules_for(profile, binding)
+        binding, rules = governed.binding, governed.rules
         partial = not views.sees_all(caller, rules) and cmd.reason not in STORED_PATHS
         if partial and cmd.rebase and not views.appends_only(cmd.ops):
             # the check compares the ops with the stored changes since: for any op but an
@@ -276,7 +274,7 @@ class DocumentService:
         ops_in = cmd.ops
         if partial and rules is not None:  # written against a view
             ops_in = views.stored_ops(cmd.ops, start, caller, rules)
-        holds = cmd.holds or live_holds((profile, binding), caller, cmd, ops_in)
+        holds = cmd.holds or live_holds(governed, caller, cmd, ops_in)
         intent = WriteIntent(
             caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer, holds
         )
@@ -285,7 +283,7 @@ class DocumentService:
                 caller,
                 cmd,
                 ops_in,
-                (profile, binding),
+                governed,
                 (ticket, intent),
                 (current, expired_etag),
                 write,
@@ -300,26 +298,25 @@ class DocumentService:
         caller: Caller,
         cmd: WriteCommand,
         ops_in: list[Op],
-        governed: tuple[Profile, Binding],
+        governed: Governed,
         written: tuple[Ticket, WriteIntent],
         found: tuple[StoredDocument | None, str | None],
         write: bool,
     ) -> Response:
         """:meth:`_patch_once` after the ops are in stored paths: plan, apply, commit."""
-        (profile, binding), (ticket, intent), (current, expired_etag) = governed, written, found
+        profile, binding = governed.profile, governed.binding
+        (ticket, intent), (current, expired_etag) = written, found
         content = current.document.get("content") if current else None
         planned = plan_ops(profile, binding, ops_in, intent, content)
         raise_if_any(planned.violations)
         start = content if current else binding.initial_content
-        hidden = views.hidden_items(caller, views.rules_for(profile, binding))
+        hidden = views.hidden_items(caller, governed.rules)
         ops, upserts = upsert.plan(
             binding.item_identity, start, planned.ops, binding.max_chars, hidden
         )
         base = None if current else base_of(binding, None, dict(binding.initial_content))
         applied = [op.as_json() for op in ops]
-        record = audit_record(
-            caller, cmd, (profile, binding), ticket, current, applied, base, self._now_at()
-        )
+        record = audit_record(caller, cmd, governed, ticket, current, applied, base, self._now_at())
         record["redirected_ops"] = planned.redirected
         if upserts:
             record["upserts"] = upserts
@@ -331,27 +328,21 @@ class DocumentService:
             record["rebased_from"] = cmd.precondition.if_match
         elif current is not None and cmd.precondition.create:
             record["rebased_from"] = None  # created meanwhile by another writer
-        return self._commit(
-            caller, cmd.ref, (profile, binding), current, record, write, expired_etag
-        )
+        return self._commit(caller, cmd.ref, governed, current, record, write, expired_etag)
 
     def _replace(
-        self, caller: Caller, cmd: WriteCommand, profile: Profile, binding: Binding, ticket: Ticket
+        self, caller: Caller, cmd: WriteCommand, governed: Governed, ticket: Ticket
     ) -> Response:
         current, expired_etag = self._chain.checked_current(cmd, None)
-        base = base_of(binding, current, cmd.content or {})
-        record = audit_record(
-            caller, cmd, (profile, binding), ticket, current, [], base, self._now_at()
-        )
-        return self._commit(
-            caller, cmd.ref, (profile, binding), current, record, True, expired_etag
-        )
+        base = base_of(governed.binding, current, cmd.content or {})
+        record = audit_record(caller, cmd, governed, ticket, current, [], base, self._now_at())
+        return self._commit(caller, cmd.ref, governed, current, record, True, expired_etag)
 
     def _commit(
         self,
         caller: Caller,
         ref: DocumentRef,
-        governed: tuple[Profile, Binding],
+        governed: Governed,
         current: StoredDocument | None,
         record: dict[str, Any],
         write: bool = True,
@@ -361,7 +352,7 @@ class DocumentService:
         document. A write that leaves
         the content as it was writes nothing, if the caller may read the document: for a
         write-only caller the unchanged ETag would tell whether it guessed a value."""
-        profile, binding = governed
+        profile, binding, rules = governed.profile, governed.binding, governed.rules
         reader = caller.may_read()
         before = current.document if current else None
         document = apply_change(before, record, binding.max_chars)
@@ -369,7 +360,6 @@ class DocumentService:
             return write_response(record, current.etag, current.document, unchanged=True)
         old = (before or {}).get("content", binding.initial_content)
         pending = profile.confidence.pending_sections.get(binding.binding_id)
-        rules = views.rules_for(profile, binding)
         views.check_write(old, document["content"], caller, rules, pending)  # before any echo
         document = self._stamped(ref, governed, before, record, document)
         text = _serialised(document)  # what is stored, and what max_chars counts
@@ -399,14 +389,14 @@ class DocumentService:
     def _stamped(
         self,
         ref: DocumentRef,
-        governed: tuple[Profile, Binding],
+        governed: Governed,
         before: dict[str, Any] | None,
         record: dict[str, Any],
         document: dict[str, Any],
     ) -> dict[str, Any]:
         """``document`` with a new id on each pending item that needs one, the ops that
         set them appended to ``record``'s (changed in place)."""
-        profile, binding = governed
+        profile, binding = governed.profile, governed.binding
         old = (before or {}).get("content", binding.initial_content)
         stamps = id_stamps(profile, binding, ref, (old, document["content"]))
         if not stamps:

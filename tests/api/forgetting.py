@@ -59,7 +59,7 @@ def drain_forget(services: Services, limit: int = 500) -> int:
         if not messages:
             return done
         for message in messages:
-            handle_forget_job(message.body)
+            handle_forget_job(bootstrap.services(), message.body)
             services.queue.delete(FORGET_QUEUE, message)
             done += 1
     raise AssertionError("the forget queue did not drain")

@@ -8,6 +8,7 @@ import json
 import threading
 import time
 
+from memnet import bootstrap
 from memnet.api.workers import handle_compaction_job
 from memnet.bootstrap import Services
 from memnet.services.compaction import COMPACT_QUEUE, COMPACTION_CALLER
@@ -196,7 +197,7 @@ def test_a_write_that_crosses_the_targets_queues_a_compaction(services: Services
     assert [json.loads(m.body) for m in messages] == [
         {"tenant_id": "t1", "user_id": "u1", "namespace": "projects", "path": "apollo.json"}
     ]
-    status = handle_compaction_job(messages[0].body)
+    status = handle_compaction_job(bootstrap.services(), messages[0].body)
     assert status["changed"] and len(content(services, PROJECT)["recent_notes"]) == 30
     patch(services, PROJECT, [{"op": "add", "path": "/content/summary", "value": "A"}])
     assert services.queue.receive(COMPACT_QUEUE) == []  # within targets: nothing queued

@@ -246,7 +246,7 @@ def test_a_message_that_failed_every_delivery_queues_the_job_again(services, age
     assert DirectClient(PRIVACY_KEY).request("DELETE", USER).status == 202
     (message,) = services.queue.receive(FORGET_QUEUE, max_messages=16)
     services.queue.delete(FORGET_QUEUE, message)
-    handle_forget_poison(message.body)  # queued again, five minutes later
+    handle_forget_poison(bootstrap.services(), message.body)  # queued again, five minutes later
     assert services.queue.count(FORGET_QUEUE) == 1
     assert services.forget.run(json.loads(message.body)) is None  # its token is stale now
     job = json.loads(services.blobs.read(forget_job_name("t1", "u1")).data)

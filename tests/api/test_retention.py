@@ -330,6 +330,6 @@ def test_the_timer_handler_runs_one_sweep(start: Start) -> None:
     world = start()
     populate(world)
     world.at_day(2)
-    report = handle_retention_sweep()
+    report = handle_retention_sweep(bootstrap.services())
     assert report["counts"] == {"idempotency": {"deleted": 5}}
     assert report["pass_complete"] is True

@@ -9,6 +9,7 @@ import json
 import function_app
 from funchost.index import functions_of
 from funchost.mcp import McpEndpoint
+from memnet import bootstrap
 from memnet.api import tools
 from memnet.api.tools.invocation import parse_context
 
@@ -60,12 +61,12 @@ def test_the_caller_headers_come_from_the_transport_properties():
             "properties": {"headers": {"Authorization": "Bearer k", "If-Match": '"x"'}},
         },
     }
-    parsed = parse_context(json.dumps(context))
+    parsed = parse_context(json.dumps(context), bootstrap.services)
     assert parsed.arguments == {"tenant_id": "t1"}
     assert parsed.headers == {"authorization": "Bearer k"}  # If-Match is the tool's own
 
 
 def test_a_malformed_context_is_a_tool_error():
-    result = json.loads(tools.call("recall", "not json"))
+    result = json.loads(tools.call("recall", "not json", bootstrap.services))
     assert result["isError"] is True
     assert result["structuredContent"]["error"]["code"] == "MALFORMED_JSON"

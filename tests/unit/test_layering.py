@@ -5,8 +5,9 @@ The layers are packages and every import of ours points inward:
 - ``memnet.domain`` imports nothing of ours but ``memnet.domain``, and no I/O modules;
 - ``memnet.ports`` imports the domain only;
 - ``memnet.services`` imports the domain, the ports and other services;
-- ``memnet.api`` imports services, domain, ports and the composition root
-  (``memnet.bootstrap``, ``memnet.settings``) that hands it the services;
+- ``memnet.api`` imports services, domain, ports and the root's values (``memnet.settings``,
+  ``memnet.container``), never ``memnet.bootstrap``: the entry points hand it the
+  services (tests/unit/test_api_context.py);
 - ``memnet.adapters.X`` imports ports, domain and its own ``memnet.adapters.X``, never
   another adapter family;
 - the composition root imports anything of ours but ``memnet.api``;
@@ -170,6 +171,7 @@ def test_every_module_of_the_core_is_in_a_layer():
         "memnet",
         "memnet.__main__",  # ``python -m memnet``: the command line, memnet.cli (entry)
         "memnet.bootstrap",
+        "memnet.container",  # the services bootstrap wires, as handlers receive them
         "memnet.wiring",  # which adapter each setting selects, for the bootstrap
         "memnet.callers",  # the bootstrap's wiring of authentication and vault secrets
         "memnet.settings",

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from memnet.api.endpoint import new_request_id
+from memnet.api.endpoint import ServicesSource, new_request_id
 from memnet.api.errors import error_response
 from memnet.api.tools.forget import forget
 from memnet.api.tools.invocation import (
@@ -40,10 +40,10 @@ HANDLERS: dict[str, Callable[[Invocation], ToolResult]] = {
 }
 
 
-def call(tool: str, context: str) -> str:
+def call(tool: str, context: str, services: ServicesSource) -> str:
     """Run ``tool`` on the extension's context JSON; the MCP ``CallToolResult`` as JSON."""
     try:
-        invocation = parse_context(context)
+        invocation = parse_context(context, services)
         _refuse_unknown(SPECS[tool], invocation.arguments)
         result = HANDLERS[tool](invocation)
     except ApiFailure as failure:

@@ -19,10 +19,8 @@ def forget(call: Invocation) -> ToolResult:
     params = {**scope.params, "conversation_id": conversation}
     if flag_arg(call.arguments, "status"):
         path = scope.path(f"forget/conversations/{conversation}")
-        status = ApiCall("GET", path, params).send(
-            governance.forget_conversation_status, call.headers
-        )
+        status = ApiCall("GET", path, params).send(governance.forget_conversation_status, call)
         return ToolResult(status)
     path = scope.path(f"conversations/{conversation}")
-    job = ApiCall("DELETE", path, params).send(governance.forget_conversation, call.headers)
+    job = ApiCall("DELETE", path, params).send(governance.forget_conversation, call)
     return ToolResult(job)

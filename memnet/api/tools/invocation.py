@@ -11,10 +11,11 @@ tool can do exactly what its caller could do over HTTP, no more.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memnet.api.endpoint import Endpoint, ServicesSource
 from memnet.api.http import JSON, ApiRequest, ApiResponse
 from memnet.domain import pointers
 from memnet.domain.errors import BadRequest
@@ -48,9 +49,10 @@ def _forwarded(name: str) -> bool:
 class Invocation:
     arguments: Mapping[str, Any]
     headers: Mapping[str, str]  # lower-case names; the tool's own and platform ones removed
+    services: ServicesSource  # what the API handlers the tool calls are handed
 
 
-def parse_context(context: str) -> Invocation:
+def parse_context(context: str, services: ServicesSource) -> Invocation:
     """The arguments and caller headers of the extension's context (400 if malformed)."""
     try:
         data = json.loads(context)
@@ -61,7 +63,7 @@ def parse_context(context: str) -> Invocation:
     arguments = data.get("arguments") or {}
     if not isinstance(arguments, dict):
         raise BadRequest("Tool arguments must be an object.", code="INVALID_ARGUMENT")
-    return Invocation(arguments, _headers(data.get("transport")))
+    return Invocation(arguments, _headers(data.get("transport")), services)
 
 
 def _headers(transport: Any) -> dict[str, str]:
@@ -136,12 +138,13 @@ class ApiCall:
     body: Mapping[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
 
-    def send(self, handler: Callable[[ApiRequest], ApiResponse], caller: Mapping[str, str]) -> Any:
-        """The response payload; raises :class:`ApiFailure` for an error status."""
+    def send(self, handler: Endpoint, call: Invocation) -> Any:
+        """The response payload, as ``call``'s caller; raises :class:`ApiFailure` for an
+        error status."""
         body = b"" if self.body is None else json.dumps(self.body).encode()
-        headers = {**caller, **self.headers, "content-type": JSON}
+        headers = {**call.headers, **self.headers, "content-type": JSON}
         request = ApiRequest.of(self.method, self.path, self.route_params, headers, {}, body)
-        response = handler(request)
+        response = handler(request, call.services)
         if response.status >= 400:
             raise ApiFailure.of(response)
         return _payload(response)

@@ -37,7 +37,7 @@ def _context(call: Invocation, scope: Scope) -> Any:
         max_chars_total=number_arg(args, "max_chars_total", integer=True),
     )
     assemble = ApiCall("POST", scope.path("context:assemble"), scope.params, body or {})
-    return assemble.send(context.assemble_context, call.headers)
+    return assemble.send(context.assemble_context, call)
 
 
 def _events(call: Invocation, scope: Scope) -> Any:
@@ -48,7 +48,7 @@ def _events(call: Invocation, scope: Scope) -> Any:
         profile_id=text_arg(args, "profile_id"),  # its search_rules.ranking, if any
     )
     search = ApiCall("POST", scope.path("events:search"), scope.params, body or {})
-    return search.send(events.search_events, call.headers)
+    return search.send(events.search_events, call)
 
 
 def _present(**members: Any) -> dict[str, Any] | None:

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memnet import bootstrap
 from memnet.api import documents, events
 from memnet.api.tools.invocation import (
     ApiCall,
@@ -63,11 +62,11 @@ def remember(call: Invocation) -> ToolResult:
         scope.params,
         _event(call.arguments, moment),
         {"idempotency-key": f"{key}.event"},
-    ).send(events.write_event, call.headers)
+    ).send(events.write_event, call)
     if write is None:
         return ToolResult(event)
     try:
-        return ToolResult({**event, "memory": _patch(scope, write, key, call.headers)})
+        return ToolResult({**event, "memory": _patch(scope, write, key, call)})
     except ApiFailure as failure:
         return failure.result(**event)
 
@@ -102,8 +101,8 @@ def _memory_write(call: Invocation, moment: str) -> MemoryWrite | None:
         raise BadRequest(
             f"{', '.join(ITEM_ARGUMENTS)} go together.", code="MISSING_FIELD", fields=missing
         )
-    caller = authenticated(call.headers)
-    profile = bootstrap.services().registry.for_caller(caller, text_arg(args, "profile_id"))
+    caller = authenticated(call)
+    profile = call.services().registry.for_caller(caller, text_arg(args, "profile_id"))
     binding = _binding(profile, text_arg(args, "memory_binding") or "")
     target = _pointer(text_arg(args, "memory_path") or "")
     # An item a model chose to remember is an inference: it always asserts evidence (the
@@ -227,23 +226,21 @@ def _evidence(args: Mapping[str, Any]) -> dict[str, str] | None:
     return None if conversation is None else {"conversation_id": conversation}
 
 
-def _patch(scope: Scope, write: MemoryWrite, key: str, headers: Mapping[str, str]) -> Any:
+def _patch(scope: Scope, write: MemoryWrite, key: str, call: Invocation) -> Any:
     """Create the document with the item, or (412: it exists) add to its latest version,
     rebased over concurrent writes (an append commutes with them)."""
     route = {**scope.params, "namespace": write.namespace, "path": write.path}
     url = scope.path(f"documents/{write.namespace}/{write.path}")
     create = {"idempotency-key": f"{key}.create", "if-none-match": "*"}
     try:
-        return ApiCall("PATCH", url, route, write.body, create).send(
-            documents.patch_document, headers
-        )
+        return ApiCall("PATCH", url, route, write.body, create).send(documents.patch_document, call)
     except ApiFailure as failure:
         latest = _latest_etag(failure)
         if latest is None:
             raise
     update = {"idempotency-key": f"{key}.update", "if-match": latest}
     return ApiCall("PATCH", url, route, {**write.body, "rebase": True}, update).send(
-        documents.patch_document, headers
+        documents.patch_document, call
     )
 
 

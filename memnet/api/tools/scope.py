@@ -3,10 +3,8 @@ delegated token when the arguments name none. The API checks both against the ca
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
-from memnet import bootstrap
 from memnet.api.tools.invocation import Invocation, text_arg
 from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
@@ -29,12 +27,12 @@ def scope_of(call: Invocation) -> Scope:
     tenant_id = text_arg(call.arguments, "tenant_id", required=True) or ""
     user_id = text_arg(call.arguments, "user_id")
     if user_id is None:
-        user_id = authenticated(call.headers).user_id
+        user_id = authenticated(call).user_id
     if user_id is None:
         raise BadRequest("user_id is required.", code="MISSING_FIELD", field="user_id")
     return Scope(tenant_id, user_id)
 
 
-def authenticated(headers: Mapping[str, str]) -> Caller:
+def authenticated(call: Invocation) -> Caller:
     """The caller the MCP request's headers prove (401 otherwise), as every route does."""
-    return bootstrap.services().authenticator.authenticate(headers)
+    return call.services().authenticator.authenticate(call.headers)
