@@ -118,7 +118,7 @@ def bench_backend(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def check_profile() -> list[str]:
     """The bench profiles load (the same check the server makes at startup)."""
-    from memnet.services.registry import load_registry
+    from memnet.services.profiles.registry import load_registry
 
     return load_registry(PROFILES).profile_ids()
 

@@ -14,7 +14,7 @@ PROFILE_ROWS = 8
 WRAPPERS = {  # the request itself: every assembly's whole time, shown in the note
     "memnet/api/endpoint.py:run",
     "memnet/api/context.py:assemble_context",
-    "memnet/services/context.py:assemble",
+    "memnet/services/context/assembly.py:assemble",
 }
 
 

@@ -34,8 +34,8 @@ from memnet.bootstrap import Services
 from memnet.domain.callers import Caller
 from memnet.domain.layout import user_prefix
 from memnet.ports import Condition
-from memnet.services.event_records import event_name, indexed
-from memnet.services.forget_ledger import FORGET_QUEUE
+from memnet.services.events.records import event_name, indexed
+from memnet.services.forget.ledger import FORGET_QUEUE
 from memnet.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent

@@ -49,8 +49,8 @@ from bench.search_report import KINDS, targets, write_markdown
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.ports import Condition, EventQuery, IndexedEvent, PreconditionFailed
-from memnet.services.event_index import JOB_BATCH
-from memnet.services.event_records import event_name
+from memnet.services.events.records import event_name
+from memnet.services.search.index import JOB_BATCH
 
 GENERATOR = "2"  # bump when the data or its layout changes: cached datasets are rebuilt
 TENANT = "bench"

@@ -8,7 +8,7 @@ Sets: the multi-session set (tests/data/search_sessions, six users) and the olde
 single-user set (tests/data/search, with filters), each per its README. Rankers
 (:func:`rankers`): lexical (ours), ``SqliteSearchIndex.search``; dense, the same index's
 ``nearest`` over all-MiniLM-L6-v2 vectors stored with ``put_vectors``; hybrid, the
-lexical and dense top 10 fused by :func:`memnet.services.fusion.fuse` and cut to the top
+lexical and dense top 10 fused by :func:`memnet.services.search.fusion.fuse` and cut to the top
 10, as ``EventService._ranked`` does, for each of :data:`WEIGHTS`; and the FTS5
 reference. All get the same query (words, user, filters). Dense and hybrid need the
 benchmark-only model (:mod:`bench.minilm`, ``requirements-bench.txt``); without it they
@@ -35,8 +35,8 @@ from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.domain.search_words import query_words
 from memnet.domain.timestamps import format_timestamp, parse_timestamp
 from memnet.ports import EventHit, EventQuery, IndexedEvent
-from memnet.services.event_vectors import embedding_text, text_hash
-from memnet.services.fusion import fuse
+from memnet.services.search.fusion import fuse
+from memnet.services.search.vectors import embedding_text, text_hash
 
 CATEGORIES = ("single_hop", "multi_hop", "temporal", "open_domain")
 KINDS = ("exact", "paraphrase", "shared_vocabulary", "time_filtered", "filtered")

@@ -112,7 +112,7 @@ def _datasets(sizes: list[dict[str, Any]]) -> str:
     note = (
         "Index events/s: the last 10,000 events of each dataset (all of `1k`) upserted with "
         "`SqliteSearchIndex.upsert` in batches of 200 (one reindex job's batch, "
-        "`memnet.services.event_index.JOB_BATCH`) into the index already holding the rest, which "
+        "`memnet.services.search.index.JOB_BATCH`) into the index already holding the rest, which "
         "went in in batches of 10,000 to build it quickly; users interleaved as events "
         "arrive. Measured when the dataset was built (a cached dataset keeps its build's "
         "figure and date; `--rebuild` measures again). Size: the SQLite file, its WAL and "

@@ -54,8 +54,8 @@ from bench.search import (
 from bench.search_report import KINDS
 from memnet.adapters.local.search import MAX_VECTORS, SqliteSearchIndex
 from memnet.ports import EventHit, IndexedEvent
-from memnet.services.event_vectors import EMBED_BATCH, embedding_text, text_hash
-from memnet.services.fusion import fuse
+from memnet.services.search.fusion import fuse
+from memnet.services.search.vectors import EMBED_BATCH, embedding_text, text_hash
 
 MODEL = "bench-random@384"
 DIMENSIONS = 384  # all-MiniLM-L6-v2, bge-small-en-v1.5: small sentence-embedding models

@@ -27,28 +27,28 @@ from memnet.ports import (
     MessageQueue,
     SearchIndex,
 )
-from memnet.services.audit import AuditLog
-from memnet.services.compaction import CompactionService, CompactionTrigger
-from memnet.services.context import ContextService
-from memnet.services.documents import DocumentService
-from memnet.services.event_classes import EventClasses
-from memnet.services.events import EventService
-from memnet.services.expiry import DocumentExpiry, shortest_ttl
-from memnet.services.forget import ForgetService
-from memnet.services.forget_conversation import ForgetConversation
-from memnet.services.forget_ledger import JobSettings
-from memnet.services.holds import LegalHolds
-from memnet.services.idempotency import IdempotencyStore
-from memnet.services.listing import DocumentListing
-from memnet.services.promotion import Promotion
-from memnet.services.proposal_review import ProposalReview
-from memnet.services.quotas import QuotaLimits, Quotas
-from memnet.services.registry import ProfileRegistry, load_registry
-from memnet.services.replay import ReplayService
-from memnet.services.replay_records import ReplayRecords
-from memnet.services.retention import RetentionService, retention_policy
-from memnet.services.snapshots import SnapshotService
-from memnet.services.tombstones import Tombstones
+from memnet.services.compaction.service import CompactionService, CompactionTrigger
+from memnet.services.context.assembly import ContextService
+from memnet.services.documents.audit import AuditLog
+from memnet.services.documents.expiry import DocumentExpiry, shortest_ttl
+from memnet.services.documents.idempotency import IdempotencyStore
+from memnet.services.documents.listing import DocumentListing
+from memnet.services.documents.service import DocumentService
+from memnet.services.events.classes import EventClasses
+from memnet.services.events.promotion import Promotion
+from memnet.services.events.service import EventService
+from memnet.services.forget.conversation import ForgetConversation
+from memnet.services.forget.ledger import JobSettings
+from memnet.services.forget.tombstones import Tombstones
+from memnet.services.forget.user import ForgetService
+from memnet.services.governance.holds import LegalHolds
+from memnet.services.governance.quotas import QuotaLimits, Quotas
+from memnet.services.governance.retention import RetentionService, retention_policy
+from memnet.services.profiles.registry import ProfileRegistry, load_registry
+from memnet.services.proposals.review import ProposalReview
+from memnet.services.replay.records import ReplayRecords
+from memnet.services.replay.snapshots import SnapshotService
+from memnet.services.replay.worker import ReplayService
 from memnet.settings import Settings
 from memnet.wiring import (
     blob_store,

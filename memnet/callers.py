@@ -10,7 +10,7 @@ from typing import Any
 from memnet.domain.callers import ANY
 from memnet.domain.errors import ConfigError
 from memnet.ports import Authenticator
-from memnet.services.registry import ProfileRegistry
+from memnet.services.profiles.registry import ProfileRegistry
 from memnet.settings import Settings
 
 

@@ -7,21 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memnet.ports import Authenticator, BlobStore, MessageQueue, SearchIndex
-from memnet.services.audit import AuditLog
-from memnet.services.compaction import CompactionService
-from memnet.services.context import ContextService
-from memnet.services.documents import DocumentService
-from memnet.services.events import EventService
-from memnet.services.forget import ForgetService
-from memnet.services.forget_conversation import ForgetConversation
-from memnet.services.holds import LegalHolds
-from memnet.services.listing import DocumentListing
-from memnet.services.proposal_review import ProposalReview
-from memnet.services.quotas import Quotas
-from memnet.services.registry import ProfileRegistry
-from memnet.services.replay import ReplayService
-from memnet.services.retention import RetentionService
-from memnet.services.snapshots import SnapshotService
+from memnet.services.compaction.service import CompactionService
+from memnet.services.context.assembly import ContextService
+from memnet.services.documents.audit import AuditLog
+from memnet.services.documents.listing import DocumentListing
+from memnet.services.documents.service import DocumentService
+from memnet.services.events.service import EventService
+from memnet.services.forget.conversation import ForgetConversation
+from memnet.services.forget.user import ForgetService
+from memnet.services.governance.holds import LegalHolds
+from memnet.services.governance.quotas import Quotas
+from memnet.services.governance.retention import RetentionService
+from memnet.services.profiles.registry import ProfileRegistry
+from memnet.services.proposals.review import ProposalReview
+from memnet.services.replay.snapshots import SnapshotService
+from memnet.services.replay.worker import ReplayService
 from memnet.settings import Settings
 
 

@@ -18,8 +18,8 @@ from memnet.ports import (
     SearchIndex,
     VectorIndex,
 )
-from memnet.services.event_vectors import QUERY_DEADLINE_SECONDS, EventVectors
-from memnet.services.registry import SchemaKey
+from memnet.services.profiles.registry import SchemaKey
+from memnet.services.search.vectors import QUERY_DEADLINE_SECONDS, EventVectors
 from memnet.settings import Settings
 
 

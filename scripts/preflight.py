@@ -23,7 +23,7 @@ import pathspec
 from memnet import callers
 from memnet.adapters.local.apikeys import read_entries
 from memnet.domain.errors import ConfigError
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 from memnet.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

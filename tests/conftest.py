@@ -19,10 +19,10 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
-from memnet.services.compaction import COMPACT_QUEUE
-from memnet.services.event_index import INDEX_QUEUE
-from memnet.services.forget_ledger import FORGET_QUEUE
-from memnet.services.replay_writes import REPLAY_QUEUE
+from memnet.services.compaction.service import COMPACT_QUEUE
+from memnet.services.forget.ledger import FORGET_QUEUE
+from memnet.services.replay.writes import REPLAY_QUEUE
+from memnet.services.search.index import INDEX_QUEUE
 from memnet.settings import Settings
 from tests import secret_scan
 from tests.azurite import azurite, azurite_queue

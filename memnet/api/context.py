@@ -7,7 +7,7 @@ from memnet.api import parsing
 from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import AssembleBody
-from memnet.services.context import AssembleRequest
+from memnet.services.context.assembly import AssembleRequest
 
 
 @endpoint(write=False)

@@ -14,7 +14,7 @@ from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, MethodNotAllowed
 from memnet.domain.patching import Op, op_of
-from memnet.services.idempotency import Response
+from memnet.services.documents.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")

@@ -11,7 +11,7 @@ from memnet.domain.callers import Caller
 from memnet.domain.errors import BadRequest
 from memnet.domain.ranking import Ranking
 from memnet.ports import EventQuery
-from memnet.services.registry import ProfileRegistry
+from memnet.services.profiles.registry import ProfileRegistry
 
 
 def _scope(request: ApiRequest) -> tuple[str, str]:

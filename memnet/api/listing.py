@@ -12,7 +12,7 @@ from memnet.api import parsing
 from memnet.api.endpoint import RequestContext
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.domain.errors import BadRequest
-from memnet.services.listing import Lookup, NamespaceRef
+from memnet.services.documents.listing import Lookup, NamespaceRef
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100  # a page costs one read per document: bounded well under a second

@@ -11,7 +11,7 @@ from memnet.api.models.base import validated
 from memnet.api.models.requests import ReviewBody
 from memnet.domain.errors import BadRequest
 from memnet.domain.proposals import PROPOSAL_ID
-from memnet.services.proposal_review import DECISIONS, Review
+from memnet.services.proposals.review import DECISIONS, Review
 
 
 @endpoint()

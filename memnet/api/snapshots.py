@@ -17,7 +17,7 @@ from memnet.api.http import ApiRequest, ApiResponse
 from memnet.domain import pointers
 from memnet.domain.errors import BadRequest
 from memnet.domain.layout import SnapshotRef
-from memnet.services.replay_records import ReplayRecord
+from memnet.services.replay.records import ReplayRecord
 
 RECORD_FIELDS = (
     "replay_id",

@@ -13,19 +13,20 @@ logger = logging.getLogger(__name__)
 
 
 def handle_index_job(services: Services, body: str) -> None:
-    """Apply one search-index job (see :meth:`memnet.services.events.EventService.handle_job`)."""
+    """Apply one search-index job (see
+    :meth:`memnet.services.events.service.EventService.handle_job`)."""
     services.events.handle_job(body)
 
 
 def handle_replay_job(services: Services, body: str) -> None:
     """Run one replay-queue message
-    (:meth:`memnet.services.replay.ReplayService.handle_message`)."""
+    (:meth:`memnet.services.replay.worker.ReplayService.handle_message`)."""
     services.replay.handle_message(body)
 
 
 def handle_snapshot_blob(services: Services, container: str, blob_name: str) -> None:
     """The blob trigger: start the replay of snapshot blob ``blob_name`` of ``container``
-    (once: :meth:`memnet.services.snapshots.SnapshotService.start`)."""
+    (once: :meth:`memnet.services.replay.snapshots.SnapshotService.start`)."""
     if container != services.settings.blob_container:
         return
     services.snapshots.start_from_blob(blob_name)
@@ -33,13 +34,13 @@ def handle_snapshot_blob(services: Services, container: str, blob_name: str) -> 
 
 def handle_replay_poison(services: Services, body: str) -> None:
     """A replay message that failed every delivery (``memnet-replay-poison``): record it
-    (:meth:`memnet.services.replay.ReplayService.gave_up`)."""
+    (:meth:`memnet.services.replay.worker.ReplayService.gave_up`)."""
     services.replay.gave_up(body)
 
 
 def handle_forget_job(services: Services, body: str) -> None:
     """One ``memnet-forget`` message: an invocation of a forget-user or forget-conversation
-    job (:mod:`memnet.services.forget`); it queues itself again until the job is done."""
+    job (:mod:`memnet.services.forget.user`); it queues itself again until the job is done."""
     message = json.loads(body)
     if message.get("kind") == "forget_conversation":
         services.forget_conversation.run(message)
@@ -59,7 +60,7 @@ def handle_forget_poison(services: Services, body: str) -> None:
 
 def handle_retention_sweep(services: Services) -> dict[str, Any]:
     """The retention timer: one bounded run of the sweep, resuming its pass
-    (:meth:`memnet.services.retention.RetentionService.sweep`); returns its report."""
+    (:meth:`memnet.services.governance.retention.RetentionService.sweep`); returns its report."""
     report = services.retention.sweep().as_json()
     logger.info("retention sweep: %s", json.dumps(report, sort_keys=True))
     return report
@@ -67,7 +68,7 @@ def handle_retention_sweep(services: Services) -> dict[str, Any]:
 
 def handle_compaction_job(services: Services, body: str) -> dict[str, Any]:
     """One ``memnet-compact`` message: freshness and compaction of one document
-    (:meth:`memnet.services.compaction.CompactionService.handle_job`)."""
+    (:meth:`memnet.services.compaction.service.CompactionService.handle_job`)."""
     status = services.compaction.handle_job(body)
     logger.info("compaction: %s", json.dumps(status, sort_keys=True))
     return status
@@ -75,7 +76,7 @@ def handle_compaction_job(services: Services, body: str) -> dict[str, Any]:
 
 def handle_compaction_timer(services: Services) -> dict[str, Any]:
     """The compaction timer: one bounded, resumable scan over every document
-    (:meth:`memnet.services.compaction.CompactionService.run_timer`)."""
+    (:meth:`memnet.services.compaction.service.CompactionService.run_timer`)."""
     report = services.compaction.run_timer()
     logger.info("compaction scan: %s", json.dumps(report, sort_keys=True))
     return report

@@ -32,7 +32,7 @@ from memnet.domain.errors import BadRequest, MemnetError
 from memnet.domain.identifiers import check_identifier
 from memnet.domain.layout import forget_conversation_job_name, forget_job_name, user_prefix
 from memnet.domain.timestamps import parse_timestamp
-from memnet.services.holds import HOLD_KINDS
+from memnet.services.governance.holds import HOLD_KINDS
 
 if TYPE_CHECKING:
     from memnet.bootstrap import Services
@@ -223,7 +223,7 @@ def _forget_preview(
     services: Services, tenant_id: str, user_id: str, conversation: str | None
 ) -> dict[str, Any]:
     """What forgetting would delete, counted by kind, and what holds would keep."""
-    from memnet.services.forget import kind_of
+    from memnet.services.forget.user import kind_of
 
     prefix = user_prefix(tenant_id, user_id)
     counts: dict[str, int] = {}

@@ -32,7 +32,7 @@ def add_commands(commands: Any) -> None:
 
 
 def parse_snapshot(text: str) -> SnapshotRef | None:
-    from memnet.services.snapshots import snapshot_ref_of
+    from memnet.services.replay.snapshots import snapshot_ref_of
 
     if text.startswith("blob://"):
         return snapshot_ref_of(text.removeprefix("blob://"))
@@ -46,7 +46,7 @@ def parse_snapshot(text: str) -> SnapshotRef | None:
 
 def _replay(args: argparse.Namespace) -> int:
     from memnet import wiring
-    from memnet.services.replay_preview import preview
+    from memnet.services.replay.preview import preview
 
     ref = parse_snapshot(args.snapshot)
     if ref is None:

@@ -41,7 +41,7 @@ def _reindex(args: argparse.Namespace) -> int:
     if args.user and not args.tenant:
         print("--user needs --tenant", file=sys.stderr)
         return 2
-    from memnet.services.event_index import INDEX_QUEUE
+    from memnet.services.search.index import INDEX_QUEUE
 
     services = load(args)
     receipt = services.events.reindex(OPERATOR, args.tenant, args.user)

@@ -1,6 +1,6 @@
 """The document capability's data (spec 10.1-10.3): a stored document as read, a write's
-precondition, and a parsed write command; shared by :mod:`memnet.services.documents`, the API
-layer and context assembly."""
+precondition, and a parsed write command; shared by
+:mod:`memnet.services.documents.service`, the API layer and context assembly."""
 
 from __future__ import annotations
 

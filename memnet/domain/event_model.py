@@ -5,7 +5,7 @@ Tenant and user come from the path; a body that names others is rejected. An abs
 idempotency claim. ``recorded_by`` is the authenticated caller, set here, never taken
 from the body. ``sensitivity`` (``{"profile_id", "class"}``) is the event's class, checked
 here for shape only: whether the profile lists the class and the writer is cleared for it
-is :mod:`memnet.services.event_classes`' check. The timestamp is stored in the canonical UTC form
+is :mod:`memnet.services.events.classes`' check. The timestamp is stored in the canonical UTC form
 (:mod:`memnet.domain.timestamps`). :func:`parse_stored` checks a stored blob the same way
 before it is indexed.
 """

@@ -1,6 +1,6 @@
 """What governs one document request: the profile the caller uses, the binding that
 covers the document, and that binding's sensitivity rules, resolved once per request
-(:meth:`memnet.services.documents.DocumentService.resolve`) and handed down as one value."""
+(:meth:`memnet.services.documents.service.DocumentService.resolve`) and handed down as one value."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The proposal queue's pure parts (issue 15, capability 4; docs/proposals.md): the
 entries of one document's pending section, finding a proposal by id, whether it may be
-approved, and where its candidate is written. :mod:`memnet.services.proposal_review`
+approved, and where its candidate is written. :mod:`memnet.services.proposals.review`
 does the reads and the write."""
 
 from __future__ import annotations

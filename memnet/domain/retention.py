@@ -1,5 +1,5 @@
 """Retention rules (spec 15, 17; issue 11): how long each kind of a user's data is kept.
-Pure: no I/O; :mod:`memnet.services.retention` reads the files and applies the result.
+Pure: no I/O; :mod:`memnet.services.governance.retention` reads the files and applies the result.
 
 Three sources set a number of days per kind: every loaded profile's ``retention_rules``,
 the organisation ceiling and the tenant's ceiling (the retention file). The smallest

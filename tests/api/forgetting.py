@@ -15,7 +15,7 @@ from memnet.api.workers import handle_forget_job
 from memnet.bootstrap import Services
 from memnet.domain.layout import audit_horizon_name, user_prefix
 from memnet.ports import Condition
-from memnet.services.forget_ledger import FORGET_QUEUE
+from memnet.services.forget.ledger import FORGET_QUEUE
 from tests.api.test_documents import create
 from tests.api.test_events import event, post
 from tests.clients import ApiClient

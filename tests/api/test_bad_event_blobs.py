@@ -18,7 +18,7 @@ from funchost.queues import PortQueueSource
 from memnet.bootstrap import Services
 from memnet.cli.search import OPERATOR
 from memnet.ports import Condition, EventQuery, StorageError
-from memnet.services.event_index import INDEX_QUEUE
+from memnet.services.search.index import INDEX_QUEUE
 from tests.api.test_event_indexing import FlakyIndex, flaky, wait_for
 from tests.api.test_events import event, ids, post, search
 from tests.clients import DirectClient

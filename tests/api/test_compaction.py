@@ -11,8 +11,8 @@ import time
 from memnet import bootstrap
 from memnet.api.workers import handle_compaction_job
 from memnet.bootstrap import Services
-from memnet.services.compaction import COMPACT_QUEUE, COMPACTION_CALLER
-from memnet.services.event_records import event_name
+from memnet.services.compaction.service import COMPACT_QUEUE, COMPACTION_CALLER
+from memnet.services.events.records import event_name
 from tests.api.compacting import (
     DYNAMIC,
     PROJECT,
@@ -105,7 +105,7 @@ def test_a_digest_carries_the_removed_items_evidence(services: Services):
 def test_a_digest_of_many_sources_stays_a_valid_event(services: Services):
     from memnet.domain.compaction import Removed
     from memnet.domain.event_model import parse_event
-    from memnet.services.compaction_digest import Target, digest_event
+    from memnet.services.compaction.digest import Target, digest_event
 
     profile = services.registry.get("project-copilot-v1")
     assert profile is not None

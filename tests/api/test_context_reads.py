@@ -14,7 +14,7 @@ from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.domain.similarity import LexicalSimilarity
 from memnet.ports import Blob, Condition
-from memnet.services.context import ContextService
+from memnet.services.context.assembly import ContextService
 from tests.clients import DirectClient
 from tests.conftest import ADMIN_KEY, AGENT_KEY, doc_url, make_settings
 

@@ -33,7 +33,7 @@ from memnet.ports import (
     StorageError,
     StorageUnavailable,
 )
-from memnet.services.event_index import INDEX_QUEUE
+from memnet.services.search.index import INDEX_QUEUE
 from tests.api.test_events import BASE, event, ids, post, search
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, REPO, SERVICE_BACKENDS, backend_settings, make_settings

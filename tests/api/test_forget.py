@@ -22,8 +22,8 @@ from memnet.domain.errors import Conflict
 from memnet.domain.layout import SnapshotRef, forget_job_name, governance_prefix, user_prefix
 from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import Condition
-from memnet.services.forget_ledger import FORGET_QUEUE, ZERO_CHAIN, chained
-from memnet.services.replay_writes import REPLAY_QUEUE
+from memnet.services.forget.ledger import FORGET_QUEUE, ZERO_CHAIN, chained
+from memnet.services.replay.writes import REPLAY_QUEUE
 from tests.api.forgetting import (
     build,
     clock_of,

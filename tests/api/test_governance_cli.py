@@ -16,7 +16,7 @@ from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.cli import main
 from memnet.domain.layout import user_prefix
-from memnet.services.holds import HOLD_KINDS
+from memnet.services.governance.holds import HOLD_KINDS
 from tests.api.compacting import PROJECT, content, history, notes, project, put
 from tests.api.forgetting import index_ids, names, seed
 from tests.clients import DirectClient

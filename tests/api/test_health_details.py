@@ -19,7 +19,7 @@ import pytest
 from memnet import bootstrap
 from memnet.adapters.clock import SystemClock
 from memnet.ports import EmbedderError
-from memnet.services.embedder_probe import PROBE_TEXT, EmbedderProbe
+from memnet.services.search.embedder_probe import PROBE_TEXT, EmbedderProbe
 from tests.clients import HttpClient
 from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY, REPO, make_settings
 from tests.fake_openai import Answer, FakeOpenAIServer, serving

@@ -3,7 +3,7 @@ document exactly (spec 19.2, 25.6)."""
 
 from __future__ import annotations
 
-from memnet.services.audit import fold
+from memnet.services.documents.audit import fold
 from tests.api.test_documents import PREF, create, patch
 from tests.api.test_policy import FACT
 from tests.clients import ApiClient

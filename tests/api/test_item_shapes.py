@@ -16,7 +16,7 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.layout import DocumentRef
-from memnet.services.compaction_digest import COMPACTION_CALLER
+from memnet.services.compaction.digest import COMPACTION_CALLER
 from tests.api.test_documents import create, patch
 from tests.clients import ApiClient, DirectClient
 from tests.conftest import AGENT_KEY, REPO, doc_url, make_settings

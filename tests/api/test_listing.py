@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memnet.services.listing import encode_token
+from memnet.services.documents.listing import encode_token
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import ApiClient, Reply
 from tests.conftest import PRIVACY_KEY, doc_url

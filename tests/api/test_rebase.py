@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from memnet.services.audit import fold
+from memnet.services.documents.audit import fold
 from tests.api.test_documents import create, patch
 from tests.clients import ApiClient
 from tests.conftest import doc_url

@@ -21,8 +21,8 @@ from memnet.bootstrap import Services
 from memnet.domain.layout import SnapshotRef
 from memnet.domain.replay_contract import ExtractionRequest
 from memnet.ports import ExtractorError, KeyProviderError
-from memnet.services.replay_writes import REPLAY_QUEUE
-from memnet.services.sealing import MAX_SEALED_BYTES, seal
+from memnet.services.replay.sealing import MAX_SEALED_BYTES, seal
+from memnet.services.replay.writes import REPLAY_QUEUE
 from tests.api.test_documents import create
 from tests.clients import ApiClient, DirectClient, HttpClient
 from tests.conftest import (
@@ -570,7 +570,7 @@ def test_retries_address_a_parked_patch_by_its_index_after_a_rejected_one(setup,
 
 def test_a_parked_patch_the_write_path_then_refuses_reads_partially_applied():
     from memnet.domain.errors import Unprocessable
-    from memnet.services.replay_records import Parked, ReplayRecord, reject_parked
+    from memnet.services.replay.records import Parked, ReplayRecord, reject_parked
 
     ids = ("rpl_x", "t", "u", "c", "s", "blob://x", "2026-01-01T00:00:00.000Z")
     record = ReplayRecord(

@@ -27,7 +27,7 @@ from memnet.domain.layout import (
     user_prefix,
 )
 from memnet.ports import Condition
-from memnet.services.walker import Walker
+from memnet.services.governance.walker import Walker
 from tests.api.test_documents import PREF, create, patch
 from tests.api.test_events import event, post
 from tests.clients import DirectClient

@@ -19,7 +19,7 @@ from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.cli.search import OPERATOR
 from memnet.services import telemetry
-from memnet.services.replay_writes import REPLAY_QUEUE
+from memnet.services.replay.writes import REPLAY_QUEUE
 from tests.api.test_documents import create, patch
 from tests.api.test_events import event, post, search
 from tests.api.test_policy import FACT

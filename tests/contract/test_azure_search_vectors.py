@@ -35,7 +35,7 @@ from memnet.adapters.azure.search_vectors import cosine
 from memnet.adapters.azure.search_vectors import unit as azure_unit
 from memnet.domain.errors import ConfigError
 from memnet.ports import EventHit, EventQuery, StorageError, StorageUnavailable, VectorIndex
-from memnet.services.event_vectors import EventVectors
+from memnet.services.search.vectors import EventVectors
 from memnet.wiring import event_vectors
 from tests.contract.test_azure_search_transport import (
     DOCS,

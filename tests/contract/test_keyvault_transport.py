@@ -39,7 +39,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from memnet.adapters.azure.keyvault import KeyVaultKeys
 from memnet.domain.errors import ConfigError
 from memnet.ports import KeyProviderError, WrappedKey
-from memnet.services.sealing import SealedBlobError, open_sealed, seal
+from memnet.services.replay.sealing import SealedBlobError, open_sealed, seal
 from tests.contract.canned import CannedResponse, InMemoryTransport
 
 TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47"

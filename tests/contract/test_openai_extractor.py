@@ -34,7 +34,7 @@ from memnet.domain.profiles import Profile
 from memnet.domain.replay_contract import ExtractionRequest, TargetDocument, check_output
 from memnet.domain.transcript import parse_transcript
 from memnet.ports import ExtractorError
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 from tests.fake_openai import Answer, FakeOpenAIServer, serving
 from tests.secret_scan import PLANTED
 

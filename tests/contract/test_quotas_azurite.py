@@ -11,7 +11,7 @@ import pytest
 
 from memnet.adapters.azure.blobstore import AzureBlobStore
 from memnet.domain.errors import TooManyRequests
-from memnet.services.quotas import QuotaLimits, Quotas, batch_size
+from memnet.services.governance.quotas import QuotaLimits, Quotas, batch_size
 from tests.azurite import Azurite
 from tests.unit.test_quotas import Clock, hammer
 

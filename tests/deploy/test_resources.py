@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from memnet.services.compaction import COMPACT_QUEUE
-from memnet.services.event_index import INDEX_QUEUE
-from memnet.services.forget_ledger import FORGET_QUEUE
-from memnet.services.replay_writes import REPLAY_QUEUE
+from memnet.services.compaction.service import COMPACT_QUEUE
+from memnet.services.forget.ledger import FORGET_QUEUE
+from memnet.services.replay.writes import REPLAY_QUEUE
+from memnet.services.search.index import INDEX_QUEUE
 from memnet.settings import Settings
 from tests.deploy.bicep_tree import (
     BICEP,

@@ -29,7 +29,7 @@ from memnet.ports import (
     Residue,
     StorageUnavailable,
 )
-from memnet.services.audit import fold
+from memnet.services.documents.audit import fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, doc_url, make_settings

@@ -17,7 +17,7 @@ import pytest
 from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.ports import PreconditionFailed, StorageUnavailable
-from memnet.services.audit import fold
+from memnet.services.documents.audit import fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, doc_url, make_settings

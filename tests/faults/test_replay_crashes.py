@@ -18,7 +18,7 @@ from memnet.bootstrap import Services
 from memnet.domain.callers import Caller
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.replay_contract import ExtractionRequest
-from memnet.services.audit import fold
+from memnet.services.documents.audit import fold
 from tests.faults import test_crash_points as crash_points
 from tests.faults.test_crash_points import CrashingBlobStore, SimulatedCrash
 

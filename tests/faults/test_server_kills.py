@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from memnet.services.audit import fold
+from memnet.services.documents.audit import fold
 from tests.conftest import REPO
 from tests.served import ServedHost, request, wait_until
 

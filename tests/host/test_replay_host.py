@@ -20,7 +20,7 @@ from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.layout import SnapshotRef
 from memnet.ports import Condition
-from memnet.services.sealing import MAX_SEALED_BYTES, seal
+from memnet.services.replay.sealing import MAX_SEALED_BYTES, seal
 from tests.api.test_replay import padded
 from tests.clients import HttpClient, Reply
 from tests.conftest import AGENT_KEY, doc_url, make_settings

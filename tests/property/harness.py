@@ -35,7 +35,7 @@ from memnet.adapters.local.apikeys import hash_key
 from memnet.bootstrap import Services
 from memnet.domain.layout import DocumentRef
 from memnet.ports import BlobNotFound
-from memnet.services.audit import fold
+from memnet.services.documents.audit import fold
 from tests.clients import ApiClient, DirectClient, Reply
 from tests.conftest import ADMIN_KEY, AGENT_KEY, REPO, make_settings
 

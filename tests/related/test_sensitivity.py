@@ -21,7 +21,7 @@ from memnet.domain.errors import ConfigError, Forbidden
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.replay_contract import ExtractionRequest
 from memnet.domain.sensitivity import parse_rules
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 from tests.api.test_replay import ScriptedExtractor, drain
 from tests.clients import ApiClient, DirectClient, Reply
 from tests.conftest import make_settings

@@ -13,7 +13,7 @@ from memnet.domain.callers import Caller
 from memnet.domain.document_model import WriteCommand
 from memnet.domain.errors import Forbidden
 from memnet.domain.layout import SHARED_OWNER, DocumentRef, SnapshotRef, user_prefix
-from memnet.services.replay_writes import replay_caller
+from memnet.services.replay.writes import replay_caller
 from tests.api.forgetting import drain_forget
 from tests.clients import ApiClient, Reply
 from tests.related.conftest import ADMIN_KEY, PRIVACY_KEY, World, command

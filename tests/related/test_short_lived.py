@@ -13,7 +13,7 @@ import pytest
 
 from memnet.domain.callers import Caller
 from memnet.domain.layout import DocumentRef, governance_prefix, user_prefix
-from memnet.services.document_chain import DocumentChain
+from memnet.services.documents.chain import DocumentChain
 from tests.api.forgetting import drain_forget
 from tests.clients import ApiClient, Reply
 from tests.related.conftest import ADMIN_KEY, PRIVACY_KEY, World, command

@@ -25,7 +25,7 @@ from memnet.domain.envelope import char_count
 from memnet.domain.errors import ConfigError
 from memnet.domain.likeness import contradicts, similarity
 from memnet.domain.profiles import freshness_problem
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
-"""The service side of hybrid retrieval (memnet/services/event_vectors.py and the vector
-part of memnet/services/event_index.py) on the embedded adapters: a search's deadline,
+"""The service side of hybrid retrieval (memnet/services/search/vectors.py and the vector
+part of memnet/services/search/index.py) on the embedded adapters: a search's deadline,
 a batch the model refuses one text of, and one reindex per model change however many
 workers see it at once."""
 
@@ -17,8 +17,8 @@ from memnet.adapters.local.queue import SqliteQueue
 from memnet.adapters.local.search import SqliteSearchIndex
 from memnet.domain.layout import vector_model_name
 from memnet.ports import Condition, EmbedderError, EventQuery, IndexedEvent, StorageUnavailable
-from memnet.services.event_index import INDEX_QUEUE, IndexJobs
-from memnet.services.event_vectors import QUERY_CALLS, EventVectors, embedding_text, text_hash
+from memnet.services.search.index import INDEX_QUEUE, IndexJobs
+from memnet.services.search.vectors import QUERY_CALLS, EventVectors, embedding_text, text_hash
 
 T = "2026-01-01T00:00:00Z"
 

@@ -1,4 +1,4 @@
-"""Weighted min-max fusion of a lexical and a dense ranking (memnet/services/fusion.py)."""
+"""Weighted min-max fusion of a lexical and a dense ranking (memnet/services/search/fusion.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memnet.ports import EventHit
-from memnet.services.fusion import fuse
+from memnet.services.search.fusion import fuse
 
 T = "2026-01-01T00:00:00Z"
 

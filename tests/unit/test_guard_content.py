@@ -15,7 +15,7 @@ from memnet.domain import guard_content, pointers
 from memnet.domain.guard_content import flags, parse_content_rules, skeleton, support, visible
 from memnet.domain.patching import parse_ops
 from memnet.domain.policy import WriteIntent, plan_ops
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 
 RULES = parse_content_rules(None)
 STARTER = load_registry(Path(__file__).resolve().parents[2] / "profiles").get("project-copilot-v1")

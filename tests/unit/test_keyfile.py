@@ -18,7 +18,7 @@ import pytest
 
 from memnet.adapters.local.keyfile import LocalKeyFile
 from memnet.ports import KeyProviderError, WrappedKey
-from memnet.services.sealing import SealedBlobError, open_sealed, seal
+from memnet.services.replay.sealing import SealedBlobError, open_sealed, seal
 
 AAD = b"tenants/acme/users/alice/snapshots/c1/s1.json"
 RACERS = 8

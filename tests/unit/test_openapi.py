@@ -18,7 +18,7 @@ import function_app
 from funchost import functions_of
 from memnet.api import openapi
 from memnet.api.models.requests import HoldKind
-from memnet.services.holds import HOLD_KINDS
+from memnet.services.governance.holds import HOLD_KINDS
 from tests.clients import DirectClient
 
 COMMITTED = Path(__file__).resolve().parents[2] / "docs" / "openapi.json"

@@ -11,7 +11,7 @@ from memnet.domain.errors import BadRequest
 from memnet.domain.identifiers import check_document_path, check_identifier
 from memnet.domain.patching import parse_ops
 from memnet.domain.policy import WriteIntent, plan_ops
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 
 PROFILE = load_registry(Path(__file__).resolve().parents[2] / "profiles").get("project-copilot-v1")
 assert PROFILE is not None

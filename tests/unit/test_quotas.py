@@ -1,4 +1,4 @@
-"""Request quotas (:mod:`memnet.services.quotas`) over the embedded file store, with a
+"""Request quotas (:mod:`memnet.services.governance.quotas`) over the embedded file store, with a
 clock the tests move: per user, per service, writes apart, windows, the shared counters
 two instances draw from, and what happens when storage fails."""
 
@@ -17,7 +17,7 @@ import pytest
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.domain.errors import TooManyRequests
 from memnet.ports import Blob, BlobStore, Condition, PreconditionFailed, StorageUnavailable
-from memnet.services.quotas import PREFIX, QuotaLimits, Quotas, batch_size
+from memnet.services.governance.quotas import PREFIX, QuotaLimits, Quotas, batch_size
 
 WINDOW_START = 1_800_000_000.0  # a multiple of 60: windows are aligned to the epoch
 
@@ -217,7 +217,7 @@ def test_storage_failure_admits_and_logs_no_ids(
     tmp_path: Path, clock: Clock, caplog: pytest.LogCaptureFixture
 ) -> None:
     q = quotas(Unreachable(tmp_path, fsync=False), clock, user_requests=1, service_requests=1)
-    with caplog.at_level(logging.WARNING, logger="memnet.services.quotas"):
+    with caplog.at_level(logging.WARNING, logger="memnet.services.governance.quotas"):
         assert admitted(q, 5, caller="svc-caller", user="user-y") == 5
     assert caplog.records and "unreachable" in caplog.text
     assert not any(id_ in caplog.text for id_ in ("svc-caller", "user-y", "t1"))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memnet.domain.errors import ConfigError
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 

@@ -21,7 +21,7 @@ from memnet.domain.replay_contract import (
 )
 from memnet.domain.replay_guard import clamp_transcript, review
 from memnet.domain.transcript import parse_transcript
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 
 REGISTRY = load_registry(Path(__file__).resolve().parents[2] / "profiles")
 STARTER = REGISTRY.get("project-copilot-v1")
@@ -335,7 +335,7 @@ class TwoConcepts:
 
 
 def test_an_embedder_supports_what_the_words_do_not():
-    from memnet.services.replay import _similarity
+    from memnet.services.replay.worker import _similarity
 
     req = request(("user", "I prefer espresso in the morning"))
     value = add("preferences", {"text": "Likes strong coffee"})  # no word in common

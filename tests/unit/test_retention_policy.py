@@ -12,8 +12,8 @@ import pytest
 from memnet.domain.errors import ConfigError
 from memnet.domain.retention import Ceilings, RetentionPolicy, parse_ceilings
 from memnet.ports import BlobInfo
-from memnet.services.registry import load_registry
-from memnet.services.retention import classify, load_ceilings, retention_policy
+from memnet.services.governance.retention import classify, load_ceilings, retention_policy
+from memnet.services.profiles.registry import load_registry
 from tests.conftest import REPO
 
 CEILINGS = parse_ceilings(

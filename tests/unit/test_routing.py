@@ -57,7 +57,7 @@ def test_cached_similarity_scores_equal_fresh_ones():
 
 
 def test_reads_go_concurrent_only_once_they_are_slow():
-    from memnet.services.context_reads import ReadTimer
+    from memnet.services.context.reads import ReadTimer
 
     class SlowStore:
         def __init__(self, seconds: float) -> None:

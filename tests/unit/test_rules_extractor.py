@@ -25,7 +25,7 @@ from memnet.domain.replay_contract import (
     check_output,
 )
 from memnet.domain.transcript import Message, Transcript
-from memnet.services.registry import load_registry
+from memnet.services.profiles.registry import load_registry
 
 PROFILES = Path(__file__).resolve().parents[2] / "profiles"
 SNAPSHOT = "memnet://snapshots/t1/u1/s1"

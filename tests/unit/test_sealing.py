@@ -1,4 +1,4 @@
-"""Sealed snapshot blobs (memnet.services.sealing, spec 16.2): AES-256-GCM under a fresh
+"""Sealed snapshot blobs (memnet.services.replay.sealing, spec 16.2): AES-256-GCM under a fresh
 data key per snapshot, wrapped by a KeyProvider; the blob name bound as associated data.
 
 The provider here is an in-memory one (RFC 3394 key wrap with a KEK held in the test), so
@@ -16,7 +16,7 @@ import pytest
 from cryptography.hazmat.primitives.keywrap import InvalidUnwrap, aes_key_unwrap, aes_key_wrap
 
 from memnet.ports import KeyProviderError, WrappedKey
-from memnet.services.sealing import FORMAT, SealedBlobError, open_sealed, seal
+from memnet.services.replay.sealing import FORMAT, SealedBlobError, open_sealed, seal
 
 AAD = b"tenants/acme/users/alice/snapshots/c1/s1.json"
 SECRET = "the launch code is PLUM-7731-ORCHID"

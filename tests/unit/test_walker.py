@@ -1,4 +1,4 @@
-"""The resumable, leased walk (memnet.services.walker) on the embedded store: it resumes
+"""The resumable, leased walk (memnet.services.governance.walker) on the embedded store: it resumes
 where it stopped, yields to a live lease, and stops when its lapsed lease is taken."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.ports import BlobInfo, Condition
-from memnet.services.walker import Walker
+from memnet.services.governance.walker import Walker
 
 
 class Clock:

@@ -1,0 +1,1 @@
+"""Compaction and freshness of documents, and the digests compaction writes."""

@@ -1,0 +1,1 @@
+"""Context assembly and the reads it is made of."""

@@ -1,0 +1,533 @@
+"""The document capability (spec 10.1-10.3, 12, 14): read, patch, replace, history.
+
+Write order, so a crash between any two storage writes loses nothing: claim the
+idempotency key (naming the change id), write the audit record (create-only), write the
+document (If-Match / create-only, storing the change id), complete the key. See
+:mod:`memnet.services.documents.audit` for how records off the document's chain are treated.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from memnet.domain import sensitivity_answers as view_answers
+from memnet.domain import sensitivity_views as views
+from memnet.domain import upsert
+from memnet.domain.bindings import Binding
+from memnet.domain.callers import Caller
+from memnet.domain.document_model import StoredDocument, WriteCommand
+from memnet.domain.envelope import serialise
+from memnet.domain.errors import Conflict, EtagMismatch, MemnetError, NotFound, Unprocessable
+from memnet.domain.expiry import expired
+from memnet.domain.governed import Governed
+from memnet.domain.layout import DocumentRef
+from memnet.domain.patching import Op
+from memnet.domain.policy import (
+    WriteIntent,
+    change_violations,
+    plan_ops,
+)
+from memnet.domain.profiles import Profile
+from memnet.domain.sensitivity import SensitivityRules
+from memnet.domain.timestamps import format_millis
+from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
+from memnet.ports import (
+    BlobStore,
+    Clock,
+    Condition,
+    PreconditionFailed,
+    StorageError,
+)
+from memnet.services import telemetry
+from memnet.services.documents.audit import AuditLog, apply_change, ops_sha256
+from memnet.services.documents.chain import DocumentChain, write_response
+from memnet.services.documents.idempotency import IdempotencyStore, Replay, Response, Ticket
+from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
+from memnet.services.documents.write_records import (
+    EXTENDS_EXPIRY,
+    REVIEWER_ROLES,
+    STORED_PATHS,
+    audit_record,
+    base_of,
+    id_stamps,
+    live_holds,
+    proposer_checks,
+    target_checks,
+)
+from memnet.services.forget.tombstones import Tombstones
+from memnet.services.profiles.registry import ProfileRegistry
+from memnet.services.records import retrying
+
+
+class DocumentService:
+    def __init__(
+        self,
+        *,
+        blobs: BlobStore,
+        registry: ProfileRegistry,
+        audit: AuditLog,
+        idempotency: IdempotencyStore,
+        clock: Clock,
+        tombstones: Tombstones | None = None,
+        after_commit: AfterCommit | None = None,
+    ) -> None:
+        self._blobs, self._registry, self._audit = blobs, registry, audit
+        self._after_commit = after_commit  # e.g. queue a compaction; never fails the write
+        self._idempotency, self._clock = idempotency, clock
+        self._tombstones = tombstones  # None only for a service built alone in a test
+        self._chain = DocumentChain(blobs, audit, clock)
+        self._turns = [threading.Lock() for _ in range(64)]
+
+    # -- reads ---------------------------------------------------------------------
+
+    def read(self, caller: Caller, ref: DocumentRef, profile_id: str | None) -> StoredDocument:
+        caller.require(ref.tenant_id, "read")
+        governed = self.resolve(caller, ref, profile_id, None)
+        stored = self._require(scoped_ref(ref, governed.binding))
+        if governed.rules is None:
+            return stored
+        return StoredDocument(stored.etag, views.seen(stored.document, caller, governed.rules))
+
+    def history(
+        self,
+        caller: Caller,
+        ref: DocumentRef,
+        profile_id: str | None,
+        limit: int,
+        before: str | None = None,
+    ) -> dict[str, Any]:
+        """Committed changes of one document, newest first, a page at a time (spec 19.2,
+        25.6): ``before`` is the ``next_before`` of the previous page."""
+        caller.require(ref.tenant_id, "read")
+        governed = self.resolve(caller, ref, profile_id, None)
+        views.require_full(caller, governed.rules)
+        ref = scoped_ref(ref, governed.binding)
+        page = self._chain.page(ref, self._require(ref), limit, before)
+        return visible_history(page, caller, governed.binding)
+
+    def load(self, ref: DocumentRef) -> StoredDocument | None:
+        """The document, or None if it does not exist or has expired."""
+        return self._chain.live(ref)
+
+    def _require(self, ref: DocumentRef) -> StoredDocument:
+        current = self.load(ref)
+        if current is None:
+            raise NotFound("Document does not exist.", code="DOCUMENT_NOT_FOUND")
+        return current
+
+    def resolve(
+        self, caller: Caller, ref: DocumentRef, profile_id: str | None, binding_id: str | None
+    ) -> Governed:
+        """The profile the caller may use, the binding that covers ``ref`` and its rules:
+        once per request, handed down as one value."""
+        profile = self._registry.for_caller(caller, profile_id)
+        found = profile.resolve(ref.namespace, ref.path)
+        if found is None:
+            raise NotFound(
+                "No binding of this profile covers this document.",
+                code="BINDING_NOT_FOUND",
+                profile_id=profile.profile_id,
+            )
+        if binding_id is not None and binding_id != found[0].binding_id:
+            raise Unprocessable(
+                "binding_id does not cover this namespace and path.",
+                code="BINDING_MISMATCH",
+                expected=found[0].binding_id,
+            )
+        return Governed.of(profile, found[0])
+
+    # -- writes --------------------------------------------------------------------
+
+    def patch(self, caller: Caller, cmd: WriteCommand) -> Response:
+        caller.require(cmd.ref.tenant_id, "write")
+        self._check_tombstone(cmd.ref)
+        governed = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        cmd = scoped_write(caller, cmd, governed.binding)
+        ids = (governed.profile.profile_id, governed.binding.binding_id)
+        try:
+            response = self._idempotent(
+                caller, cmd, lambda t: self._patch(caller, cmd, governed, t)
+            )
+        except (EtagMismatch, Unprocessable, Conflict) as error:
+            if outcome := _failed_outcome(error):
+                telemetry.patch_outcome(outcome, *ids)
+            raise
+        telemetry.patch_outcome(_outcome(response), *ids)
+        written = None if cmd.reason in STORED_PATHS else cmd.ops
+        return _viewed(response, caller, governed.rules, written)
+
+    def replace(self, caller: Caller, cmd: WriteCommand) -> Response:
+        caller.require(cmd.ref.tenant_id, "admin")
+        self._check_tombstone(cmd.ref)
+        governed = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        views.require_full(caller, governed.rules, "Replacing a document")
+        cmd = scoped_write(caller, cmd, governed.binding, admin_replace=True)
+        response = self._idempotent(caller, cmd, lambda t: self._replace(caller, cmd, governed, t))
+        return _viewed(response, caller, governed.rules)
+
+    def _check_tombstone(self, ref: DocumentRef) -> None:
+        """409 while the user is being (or was just) forgotten (spec 17)."""
+        if self._tombstones is not None:
+            self._tombstones.check(ref.tenant_id, ref.user_id)
+
+    def _idempotent(
+        self, caller: Caller, cmd: WriteCommand, execute: Callable[[Ticket], Response]
+    ) -> Response:
+        ref = cmd.ref
+        outcome = self._idempotency.begin(
+            ref.tenant_id,
+            ref.user_id,
+            caller.caller_id,
+            cmd.idempotency_key,
+            cmd.fingerprint,
+            lambda change_id: self.committed_response(ref, change_id),
+        )
+        if isinstance(outcome, Replay):
+            return self._unexpired({**outcome.response, "replayed": True})
+        try:
+            response = execute(outcome)
+        except OutcomeUnknown as unknown:
+            response = self._settle(ref, outcome, unknown)
+        except Exception:
+            self._idempotency.release(outcome)  # nothing reached the document
+            raise
+        self._idempotency.complete(outcome, response)
+        return self._unexpired(response)
+
+    def _unexpired(self, response: Response) -> Response:
+        """``response`` without its document if that has expired since: a repeated
+        request must not show what a GET no longer does."""
+        document = response.get("body", {}).get("document")
+        if isinstance(document, dict) and expired(document, self._clock.now()):
+            return {**response, "body": {**response["body"], "document": None}}
+        return response
+
+    def _settle(self, ref: DocumentRef, ticket: Ticket, unknown: OutcomeUnknown) -> Response:
+        """After a document write of unknown outcome: its response if it landed; if it
+        did not, release the key and report the error; if storage cannot tell yet, keep
+        the claim pending so that a retry settles it (or takes over after the lease)."""
+        try:
+            landed = self.committed_response(ref, ticket.change_id)
+        except StorageError:
+            raise unknown.error from unknown
+        if landed is None:
+            self._idempotency.release(ticket)
+            raise unknown.error from unknown
+        return landed
+
+    def _patch(
+        self, caller: Caller, cmd: WriteCommand, governed: Governed, ticket: Ticket
+    ) -> Response:
+        """One attempt; with ``rebase``, a write that loses the race to another writer
+        between reading the latest version and writing is rebased again, up to
+        :data:`REBASE_ATTEMPTS` times in all."""
+        if any(op.reads() for op in cmd.ops):  # test, copy and move show the document
+            caller.require(cmd.ref.tenant_id, "read")
+        if not cmd.rebase:
+            return self._patch_once(caller, cmd, governed, ticket)
+        # Rebasing writers of one document in this process take turns: they would only
+        # make each other lose races. Other processes still race, and the ETag decides.
+        # A turn not had within TURN_WAIT_SECONDS (a slow store) is skipped: racing is
+        # still correct, only slower.
+        turn = self._turns[hash(cmd.ref.blob_name) % len(self._turns)]
+        taken = turn.acquire(timeout=TURN_WAIT_SECONDS)
+        try:
+            once = partial(self._patch_once, caller, cmd, governed, ticket)
+            return retrying(once, on=LostRace, attempts=REBASE_ATTEMPTS)
+        finally:
+            if taken:
+                turn.release()
+
+    def preview(self, caller: Caller, cmd: WriteCommand) -> Response:
+        """What :meth:`patch` would answer now, checked the same way but written nowhere
+        (no idempotency claim, no audit record, no document; the ETag is None)."""
+        caller.require(cmd.ref.tenant_id, "write")
+        governed = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
+        cmd = scoped_write(caller, cmd, governed.binding)
+        ticket = Ticket("", "", "chg_preview", {})
+        response = self._patch_once(caller, cmd, governed, ticket, write=False)
+        return _viewed(response, caller, governed.rules, cmd.ops)
+
+    def _patch_once(
+        self,
+        caller: Caller,
+        cmd: WriteCommand,
+        governed: Governed,
+        ticket: Ticket,
+        write: bool = True,
+    ) -> Response:
+        binding, rules = governed.binding, governed.rules
+        partial = not views.sees_all(caller, rules) and cmd.reason not in STORED_PATHS
+        if partial and cmd.rebase and not views.appends_only(cmd.ops):
+            # the check compares the ops with the stored changes since: for any op but an
+            # append it would tell which hidden items changed
+            cmd = replace(cmd, rebase=False)
+        current, expired_etag = self._chain.checked_current(cmd, binding)
+        reviewer = bool(caller.roles & REVIEWER_ROLES) or cmd.reason not in EXTENDS_EXPIRY
+        start = current.document.get("content") if current else binding.initial_content
+        ops_in = cmd.ops
+        if partial and rules is not None:  # written against a view
+            ops_in = views.stored_ops(cmd.ops, start, caller, rules)
+        holds = cmd.holds or live_holds(governed, caller, cmd, ops_in)
+        intent = WriteIntent(
+            caller.caller_id, self._now(), cmd.confidence, cmd.evidence, reviewer, holds
+        )
+        try:
+            return self._planned(
+                caller,
+                cmd,
+                ops_in,
+                governed,
+                (ticket, intent),
+                (current, expired_etag),
+                write,
+            )
+        except MemnetError as error:
+            if ops_in is not cmd.ops:  # answer in the caller's paths, not the stored ones
+                view_answers.show_error(error, cmd.ops, ops_in)
+            raise
+
+    def _planned(
+        self,
+        caller: Caller,
+        cmd: WriteCommand,
+        ops_in: list[Op],
+        governed: Governed,
+        written: tuple[Ticket, WriteIntent],
+        found: tuple[StoredDocument | None, str | None],
+        write: bool,
+    ) -> Response:
+        """:meth:`_patch_once` after the ops are in stored paths: plan, apply, commit."""
+        profile, binding = governed.profile, governed.binding
+        (ticket, intent), (current, expired_etag) = written, found
+        content = current.document.get("content") if current else None
+        planned = plan_ops(profile, binding, ops_in, intent, content)
+        raise_if_any(planned.violations)
+        start = content if current else binding.initial_content
+        hidden = views.hidden_items(caller, governed.rules)
+        ops, upserts = upsert.plan(
+            binding.item_identity, start, planned.ops, binding.max_chars, hidden
+        )
+        base = None if current else base_of(binding, None, dict(binding.initial_content))
+        applied = [op.as_json() for op in ops]
+        record = audit_record(caller, cmd, governed, ticket, current, applied, base, self._now_at())
+        record["redirected_ops"] = planned.redirected
+        if upserts:
+            record["upserts"] = upserts
+        if cmd.origin is not None:
+            record["origin"] = cmd.origin
+        if cmd.reason_codes is not None:
+            record["reason_codes"] = cmd.reason_codes
+        if current is not None and current.etag != cmd.precondition.if_match:
+            record["rebased_from"] = cmd.precondition.if_match
+        elif current is not None and cmd.precondition.create:
+            record["rebased_from"] = None  # created meanwhile by another writer
+        return self._commit(caller, cmd.ref, governed, current, record, write, expired_etag)
+
+    def _replace(
+        self, caller: Caller, cmd: WriteCommand, governed: Governed, ticket: Ticket
+    ) -> Response:
+        current, expired_etag = self._chain.checked_current(cmd, None)
+        base = base_of(governed.binding, current, cmd.content or {})
+        record = audit_record(caller, cmd, governed, ticket, current, [], base, self._now_at())
+        return self._commit(caller, cmd.ref, governed, current, record, True, expired_etag)
+
+    def _commit(
+        self,
+        caller: Caller,
+        ref: DocumentRef,
+        governed: Governed,
+        current: StoredDocument | None,
+        record: dict[str, Any],
+        write: bool = True,
+        expired_etag: str | None = None,
+    ) -> Response:
+        """Validate, then (unless ``write`` is False) write the audit record and the
+        document. A write that leaves
+        the content as it was writes nothing, if the caller may read the document: for a
+        write-only caller the unchanged ETag would tell whether it guessed a value."""
+        profile, binding, rules = governed.profile, governed.binding, governed.rules
+        reader = caller.may_read()
+        before = current.document if current else None
+        document = apply_change(before, record, binding.max_chars)
+        if reader and current is not None and _same_content(current.document, document):
+            return write_response(record, current.etag, current.document, unchanged=True)
+        old = (before or {}).get("content", binding.initial_content)
+        pending = profile.confidence.pending_sections.get(binding.binding_id)
+        views.check_write(old, document["content"], caller, rules, pending)  # before any echo
+        document = self._stamped(ref, governed, before, record, document)
+        text = _serialised(document)  # what is stored, and what max_chars counts
+        new = document["content"]
+        validator = self._registry.validator(binding)
+        found = document_violations(document, binding, validator, len(text))
+        found = found or change_violations(profile, binding, before or {}, document)
+        found = found or proposer_checks(profile, binding, record, before, document, self._now_at())
+        found = found or views.indexed_targets((old, new), pending, caller, rules)
+        seen = views.content_seen(new, caller, rules)
+        found = found or target_checks(profile, binding, record, (old, new, seen))
+        raise_if_any(view_answers.shown_violations(found, (old, new), caller, rules))
+        if not write:
+            return write_response(record, None, document)
+        self._audit.write(ref, record)
+        try:
+            etag = self._write(ref, text, current, expired_etag)
+        except PreconditionFailed as exc:
+            return self._lost_race(ref, record, exc)
+        except StorageError as exc:
+            raise OutcomeUnknown(exc) from exc
+        self._committed(Committed(ref, profile, binding, before, document))
+        ratio = len(text) / binding.max_chars  # what the binding's limit counts
+        telemetry.size_utilisation(ratio, profile.profile_id, binding.binding_id)
+        return write_response(record, etag, document)
+
+    def _stamped(
+        self,
+        ref: DocumentRef,
+        governed: Governed,
+        before: dict[str, Any] | None,
+        record: dict[str, Any],
+        document: dict[str, Any],
+    ) -> dict[str, Any]:
+        """``document`` with a new id on each pending item that needs one, the ops that
+        set them appended to ``record``'s (changed in place)."""
+        profile, binding = governed.profile, governed.binding
+        old = (before or {}).get("content", binding.initial_content)
+        stamps = id_stamps(profile, binding, ref, (old, document["content"]))
+        if not stamps:
+            return document
+        record["ops"] = [*record["ops"], *stamps]
+        record["ops_sha256"] = ops_sha256(record["ops"])
+        return apply_change(before, record, binding.max_chars)
+
+    def _write(
+        self, ref: DocumentRef, text: str, current: StoredDocument | None, expired_etag: str | None
+    ) -> str:
+        """Write the document under its precondition: the version read, or create-only;
+        a create over an expired document replaces it under its ETag, or creates if the
+        sweep deleted it meanwhile."""
+        if current is not None:
+            return self._blobs.write(ref.blob_name, text.encode(), Condition.match(current.etag))
+        if expired_etag is not None:
+            try:
+                return self._blobs.write(
+                    ref.blob_name, text.encode(), Condition.match(expired_etag)
+                )
+            except PreconditionFailed:
+                pass  # deleted by the sweep (or replaced by another create: refused below)
+        return self._blobs.write(ref.blob_name, text.encode(), Condition.create_only())
+
+    def _committed(self, change: Committed) -> None:
+        """Tell the hook; its failure is logged, never the write's (it has landed)."""
+        if self._after_commit is None:
+            return
+        try:
+            self._after_commit(change)
+        except Exception:
+            log.warning("after-commit hook failed for %s", change.ref.blob_name, exc_info=True)
+
+    def _lost_race(self, ref: DocumentRef, record: dict[str, Any], exc: Exception) -> Response:
+        """A failed conditional write: usually another writer won; but when a response was
+        lost and the SDK retried, the first attempt may have landed our own change."""
+        landed = self.committed_response(ref, record["change_id"])
+        if landed is not None:
+            return landed
+        self._audit.discard(ref, record["change_id"])
+        latest = self.load(ref)
+        message = "Document changed concurrently; refetch and retry."
+        raise LostRace(message, latest_etag=latest.etag if latest else None) from exc
+
+    def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
+        return self._chain.committed_response(ref, change_id)
+
+    def sweep_orphans(self, tenant_id: str, user_id: str, min_age: timedelta) -> list[str]:
+        """Delete audit records no document reached that are older than ``min_age``, and
+        never younger than the idempotency lease (a younger one may belong to a write
+        still in flight); return their change ids."""
+        return self._chain.sweep_orphans(tenant_id, user_id, max(min_age, self._idempotency.lease))
+
+    def _now(self) -> str:
+        return format_millis(self._clock.now())
+
+    def _now_at(self) -> datetime:
+        return self._clock.now()
+
+
+REBASE_ATTEMPTS = 8
+log = logging.getLogger("memnet.services.documents.service")
+
+
+@dataclass(frozen=True)
+class Committed:
+    """A write that landed: the document before (None: created) and after."""
+
+    ref: DocumentRef
+    profile: Profile
+    binding: Binding
+    before: dict[str, Any] | None
+    after: dict[str, Any]
+
+
+AfterCommit = Callable[[Committed], None]
+TURN_WAIT_SECONDS = 2.0
+
+
+class LostRace(EtagMismatch):
+    """Another writer changed the document between our read and our write."""
+
+
+class OutcomeUnknown(Exception):
+    """The document write failed in a way that may or may not have applied it."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _viewed(
+    response: Response,
+    caller: Caller,
+    rules: SensitivityRules | None,
+    written: list[Op] | None = None,
+) -> Response:
+    """``response`` as ``caller`` may see it (every path: written, replayed, settled after
+    a lost response); ``written``: the caller's own ops, whose paths the answer names."""
+    if rules is None or not isinstance(response.get("body"), dict):
+        return response
+    return {**response, "body": view_answers.shown_body(response["body"], caller, rules, written)}
+
+
+def _serialised(document: dict[str, Any]) -> str:
+    try:
+        return serialise(document)
+    except RecursionError as exc:  # chained ops nested values deeper than the encoder goes
+        raise Unprocessable(TOO_DEEP.message, code=TOO_DEEP.code) from exc
+
+
+def _same_content(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether a write leaves the content as it was (compared as JSON text: ``1`` and
+    ``true`` differ); such a write creates no version (only ``test`` ops, say)."""
+    return serialise(before.get("content")) == serialise(after.get("content"))
+
+
+def _outcome(response: Response) -> str:
+    """The ``memnet.patch.outcomes`` outcome of a PATCH that answered 200: one per request."""
+    if response.get("replayed"):
+        return "idempotent_replay"  # the stored response of an earlier request
+    return "redirected" if response["body"].get("redirected_ops") else "applied"
+
+
+def _failed_outcome(error: Exception) -> str | None:
+    """The outcome of a PATCH that failed; None for a conflict that is not one (a key in
+    progress, a forget under way)."""
+    if isinstance(error, EtagMismatch):
+        return "etag_mismatch"
+    if isinstance(error, Unprocessable):
+        return "validation_failed"
+    reused = isinstance(error, Conflict) and error.code == "IDEMPOTENCY_KEY_REUSED"
+    return "idempotency_conflict" if reused else None

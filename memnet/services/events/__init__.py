@@ -1,0 +1,1 @@
+"""Event digests: writing and reading them, their classes, and promotion of repeated episodes."""

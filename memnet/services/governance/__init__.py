@@ -1,0 +1,1 @@
+"""Retention sweeps, legal holds, quotas, and the walker that pages long sweeps."""

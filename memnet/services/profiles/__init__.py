@@ -1,0 +1,1 @@
+"""The profile registry and the checks of a profile against its schemas."""

@@ -1,0 +1,1 @@
+"""Reviewing proposals in pending sections."""

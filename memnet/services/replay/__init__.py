@@ -1,0 +1,1 @@
+"""Replay: snapshots, the replay worker, its records, parked patches and the dry run."""

@@ -1,0 +1,1 @@
+"""Event search: the index side of events, embeddings, rank fusion and the embedder probe."""
