@@ -11,7 +11,7 @@ import azure.functions as func
 from funchost.index import FunctionIndex, functions_of, invoke
 from funchost.mcp import McpEndpoint
 from funchost.responses import RawResponse, json_error
-from funchost.routing import (
+from funchost.route_templates import (
     Resolution,
     Router,
     error_body,

@@ -24,7 +24,7 @@ from funchost.reading import (
     read_body,
 )
 from funchost.responses import RawResponse, json_error
-from funchost.routing import error_body, new_request_id
+from funchost.route_templates import error_body, new_request_id
 
 if TYPE_CHECKING:
     from funchost.dispatch import FunctionHost

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from funchost.index import UserFunction, functions_of, invoke
 from funchost.responses import RawResponse
-from funchost.routing import new_request_id
+from funchost.route_templates import new_request_id
 
 logger = logging.getLogger("funchost")
 

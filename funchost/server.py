@@ -18,7 +18,7 @@ from funchost.blobs import blob_poller_for
 from funchost.dispatch import FunctionHost
 from funchost.handler import Host, RequestHandler
 from funchost.queues import PortQueueSource
-from funchost.routing import error_body, new_request_id
+from funchost.route_templates import error_body, new_request_id
 from funchost.settings import HostLimits, invocation_threads
 
 if TYPE_CHECKING:

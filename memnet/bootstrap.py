@@ -12,11 +12,10 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from memnet import callers, telemetry
+from memnet import auth_wiring, telemetry_setup
 from memnet.adapters.clock import SystemClock
 from memnet.container import Services as Services  # re-exported: what build returns
 from memnet.domain.errors import ConfigError, Unavailable
-from memnet.domain.similarity import LexicalSimilarity, Similarity
 from memnet.ports import (
     Authenticator,
     BlobStore,
@@ -83,7 +82,6 @@ def build(
     blobs: BlobStore | None = None,
     authenticator: Authenticator | None = None,
     clock: Clock | None = None,
-    similarity: Similarity | None = None,
     queue: MessageQueue | None = None,
     index: SearchIndex | None = None,
     keys: KeyProvider | None = None,
@@ -92,12 +90,11 @@ def build(
 ) -> Services:
     """Wire everything; an adapter given here replaces the configured one (tests)."""
     parts = _parts(settings, clock or SystemClock(), blobs, queue, authenticator, index)
-    return _wire(parts, similarity or LexicalSimilarity(), keys, extractor, embedder)
+    return _wire(parts, keys, extractor, embedder)
 
 
 def _wire(
     parts: _Parts,
-    similarity: Similarity,
     keys: KeyProvider | None,
     extractor: Extractor | None,
     embedder: Embedder | None,
@@ -118,7 +115,7 @@ def _wire(
         authenticator=parts.authenticator,
         documents=documents,
         audit=parts.audit,
-        context=_context(parts, similarity),
+        context=_context(parts),
         events=events,
         queue=parts.queue,
         index=parts.index,
@@ -148,7 +145,7 @@ def _parts(
     blobs = blobs or blob_store(settings)
     registry = load_registry(settings.profiles_dir)
     queue = queue or message_queue(settings)
-    authenticator = authenticator or callers.authenticator(settings, registry)
+    authenticator = authenticator or auth_wiring.authenticator(settings, registry)
     idempotency = IdempotencyStore(
         blobs,
         clock,
@@ -185,12 +182,11 @@ def _documents(parts: _Parts) -> DocumentService:
     )
 
 
-def _context(parts: _Parts, similarity: Similarity) -> ContextService:
+def _context(parts: _Parts) -> ContextService:
     settings = parts.settings
     return ContextService(
         parts.blobs,
         parts.registry,
-        similarity,
         index_ttl=settings.context_index_ttl_seconds,
         semantic_ttl=settings.context_semantic_ttl_seconds,
         read_workers=settings.context_read_workers,
@@ -384,8 +380,8 @@ def services() -> Services:
         if _failed_at is not None and time.monotonic() - _failed_at < RETRY_BUILD_SECONDS:
             raise _not_ready()
         try:
-            settings = callers.with_vault_secrets(Settings.from_env())
-            telemetry.configure(settings)  # once per process; a no-op when "none"
+            settings = auth_wiring.with_vault_secrets(Settings.from_env())
+            telemetry_setup.configure(settings)  # once per process; a no-op when "none"
             _services = build(settings)
         except Exception as exc:
             _failed_at, _failure = time.monotonic(), StartupFailure.of(exc)
@@ -419,7 +415,7 @@ def services_or_cause() -> Services:
 def start() -> Services:
     """Build now and install: for the local host and commands, where a broken setting
     should stop the process with its own error rather than answer 503."""
-    built = build(callers.with_vault_secrets(Settings.from_env()))
+    built = build(auth_wiring.with_vault_secrets(Settings.from_env()))
     install(built)
     return built
 

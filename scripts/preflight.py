@@ -5,7 +5,7 @@ then every request fails, because the app cannot start.
 - The callers registry the app will read (``MEMNET_CALLERS_FILE``, default
   ``callers.json``, relative to the package root) exists, ships (``.funcignore`` does not
   drop it), is not the development file nor holds its keys, and passes the app's own
-  startup checks (:func:`memnet.callers.authenticator` over the repository's profiles).
+  startup checks (:func:`memnet.auth_wiring.authenticator` over the repository's profiles).
 - It has a caller for each authentication mode ``MEMNET_AUTH`` names: an Entra entry for
   ``entra`` or ``appservice``, an API-key entry for ``apikeys``.
 - ``appservice`` has the API's client id (``MEMNET_ENTRA_CLIENT_ID``), which App
@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 import pathspec
 
-from memnet import callers
+from memnet import auth_wiring
 from memnet.adapters.local.apikeys import read_entries
 from memnet.domain.errors import ConfigError
 from memnet.services.profiles.registry import load_registry
@@ -94,7 +94,7 @@ def _startup_problems(
     )
     try:
         settings.check()
-        callers.authenticator(settings, load_registry(settings.profiles_dir))
+        auth_wiring.authenticator(settings, load_registry(settings.profiles_dir))
         entries = [entry for _, entry in read_entries(path)]
     except ConfigError as error:
         return [f"{error.source}: {error.field}: {error.problem}"]

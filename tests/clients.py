@@ -102,7 +102,7 @@ class DirectClient:
     ) -> Reply:
         import function_app
         from funchost import functions_of
-        from funchost.routing import Router
+        from funchost.route_templates import Router
 
         index = functions_of(function_app.app)
         split = urlsplit(path)

@@ -36,7 +36,7 @@ def load(args: argparse.Namespace) -> Services:
     load_local_settings(args.settings)
     if args.data_dir:
         os.environ["MEMNET_DATA_DIR"] = str(Path(args.data_dir).resolve())
-    from memnet import bootstrap, callers
+    from memnet import auth_wiring, bootstrap
     from memnet.settings import Settings
 
-    return bootstrap.build(callers.with_vault_secrets(Settings.from_env()))
+    return bootstrap.build(auth_wiring.with_vault_secrets(Settings.from_env()))

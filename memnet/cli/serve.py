@@ -31,7 +31,7 @@ def _serve(args: argparse.Namespace) -> int:
     before it serves, then install them for ``function_app`` and serve it. The host, and
     the app it serves, are imported only here: the other commands do without them."""
     import funchost
-    from funchost.routing import read_route_prefix
+    from funchost.route_templates import read_route_prefix
     from memnet import bootstrap
 
     services = load(args)

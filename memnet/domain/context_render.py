@@ -23,7 +23,7 @@ from memnet.domain.bindings import Binding
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.envelope import char_count
 from memnet.domain.profiles import RenderRules
-from memnet.domain.routing import ProjectRanking
+from memnet.domain.project_routing import ProjectRanking
 
 SEPARATOR = "\n\n"
 

@@ -3,7 +3,7 @@ meter ``memnet``; the names are fixed because the Bicep alerts query them
 (docs/observability.md, "Metrics").
 
 The hooks below are what the code calls; they do nothing until :func:`use` installs a
-:class:`Recorder` (``memnet.telemetry.configure`` at bootstrap, or a test with in-memory
+:class:`Recorder` (``memnet.telemetry_setup.configure`` at bootstrap, or a test with in-memory
 readers). Off, a hook costs one function call and a ``None`` check, and OpenTelemetry is
 not even imported. Attributes are low-cardinality: endpoint, outcome, profile and binding
 ids, never a tenant, user or document id; the request id goes on the span only.

@@ -12,7 +12,6 @@ import pytest
 
 from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
-from memnet.domain.similarity import LexicalSimilarity
 from memnet.ports import Blob, Condition
 from memnet.services.context.assembly import ContextService
 from tests.clients import DirectClient
@@ -156,7 +155,7 @@ def install(tmp_path: Path, **context: Any) -> CountingBlobStore:
     settings = make_settings(tmp_path / "data", profiles_dir=routing_profile(tmp_path))
     store = CountingBlobStore(FileBlobStore(settings.data_dir))
     services = bootstrap.build(settings, blobs=store)
-    service = ContextService(store, services.registry, LexicalSimilarity(), **context)
+    service = ContextService(store, services.registry, **context)
     bootstrap.install(dataclasses.replace(services, context=service))
     return store
 
@@ -299,8 +298,6 @@ def test_concurrent_reads_assemble_the_same_context(tmp_path: Path, hint: str):
     tie_user()
     inline_service = bootstrap.services()
     concurrent = assemble(hint)
-    replaced = ContextService(
-        inline_service.blobs, inline_service.registry, LexicalSimilarity(), read_workers=0
-    )
+    replaced = ContextService(inline_service.blobs, inline_service.registry, read_workers=0)
     bootstrap.install(dataclasses.replace(inline_service, context=replaced))
     assert assemble(hint) == concurrent

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 import function_app
 from funchost import functions_of
-from funchost.routing import Router
+from funchost.route_templates import Router
 from memnet.api import openapi
 from memnet.bootstrap import Services
 from tests.api.forgetting import build, drain_forget

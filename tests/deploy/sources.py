@@ -12,7 +12,7 @@ ROLES = BICEP / "modules" / "roles.bicep"
 ALERTS = BICEP / "modules" / "alerts.bicep"
 WORKBOOK = BICEP / "modules" / "workbook.bicep"
 # The instruments of the issue 13 design note (meter "memnet"): the one copy the alerts and
-# the dashboard are checked against. memnet/telemetry.py was written alongside this
+# the dashboard are checked against. memnet/telemetry_setup.py was written alongside this
 # template; test_the_code_emits_the_design_metrics compares them once it exists.
 METRICS = frozenset(
     {

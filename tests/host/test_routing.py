@@ -14,7 +14,7 @@ import pytest
 
 from funchost import RunningServer, start_in_thread
 from funchost.index import HttpRoute
-from funchost.routing import (
+from funchost.route_templates import (
     Resolution,
     Router,
     SegmentKind,

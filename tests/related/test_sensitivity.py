@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memnet import bootstrap, callers
+from memnet import auth_wiring, bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.callers import Caller
 from memnet.domain.errors import ConfigError, Forbidden
@@ -437,11 +437,11 @@ def test_a_clearance_must_be_a_class_of_the_callers_profiles(tmp_path, clearance
         callers_file=callers_file,
     )
     with pytest.raises(ConfigError) as caught:
-        callers.authenticator(settings, load_registry(settings.profiles_dir))
+        auth_wiring.authenticator(settings, load_registry(settings.profiles_dir))
     assert "/callers/0/clearance" in str(caught.value)
     entry["clearance"], entry["profiles"] = "restricted", ["*"]  # a class of a2p-v1
     callers_file.write_text(json.dumps({"callers": [entry]}))
-    callers.authenticator(settings, load_registry(settings.profiles_dir))
+    auth_wiring.authenticator(settings, load_registry(settings.profiles_dir))
 
 
 def test_only_an_admin_that_names_no_clearance_sees_every_class():

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memnet import callers
+from memnet import auth_wiring
 from memnet.adapters.azure import secrets
 from memnet.domain.errors import ConfigError
 from memnet.settings import Settings
@@ -132,7 +132,7 @@ def test_the_vault_fills_the_secrets_the_environment_lacks(vault: list[Sequence[
         "MEMNET_KEYVAULT_URL": "https://memnet-kv.vault.azure.net",
         "MEMNET_OPENAI_API_KEY": "from-the-environment",
     }
-    settings = callers.with_vault_secrets(Settings.from_env(env))
+    settings = auth_wiring.with_vault_secrets(Settings.from_env(env))
     assert vault == [["memnet-api-key-pepper", "memnet-embedder-api-key", "memnet-search-api-key"]]
     assert settings.api_key_pepper == PLANTED["api key pepper"]
     assert settings.search_api_key == PLANTED["search api key"]
@@ -141,4 +141,4 @@ def test_the_vault_fills_the_secrets_the_environment_lacks(vault: list[Sequence[
 
 def test_no_vault_no_request(vault: list[Sequence[str]]):
     settings = Settings.from_env(BASE)
-    assert callers.with_vault_secrets(settings) is settings and vault == []
+    assert auth_wiring.with_vault_secrets(settings) is settings and vault == []

@@ -173,11 +173,11 @@ def test_every_module_of_the_core_is_in_a_layer():
         "memnet.bootstrap",
         "memnet.container",  # the services bootstrap wires, as handlers receive them
         "memnet.wiring",  # which adapter each setting selects, for the bootstrap
-        "memnet.callers",  # the bootstrap's wiring of authentication and vault secrets
+        "memnet.auth_wiring",  # the bootstrap's wiring of authentication and vault secrets
         "memnet.settings",
         "memnet.local_settings",  # local.settings.json into the environment, for the commands
         "memnet.ports",
-        "memnet.telemetry",  # telemetry setup at bootstrap (its hooks: memnet.services)
+        "memnet.telemetry_setup",  # telemetry setup at bootstrap (its hooks: memnet.services)
     }
 
 

@@ -139,7 +139,7 @@ def test_writing_the_parent_of_a_durable_section_passes_the_gate_too():
 
 
 def test_routing_tokens_fold_case_accents_punctuation_and_joiners():
-    from memnet.domain.routing import phrase_of
+    from memnet.domain.project_routing import phrase_of
 
     assert phrase_of("CAFÉ-Rewrite!") == ("cafe", "rewrite")
     assert phrase_of("I'm a fan of M&A") == ("im", "a", "fan", "of", "ma")
@@ -147,7 +147,7 @@ def test_routing_tokens_fold_case_accents_punctuation_and_joiners():
 
 
 def test_routing_scores_extra_phrases_and_caps_keywords():
-    from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint
+    from memnet.domain.project_routing import RoutingIndex, phrase_of, rank_hint
 
     index = RoutingIndex.build(
         [

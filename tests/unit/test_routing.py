@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint
-from memnet.domain.similarity import LexicalSimilarity
+from memnet.domain.project_routing import RoutingIndex, phrase_of, rank_hint
+from memnet.domain.project_similarity import project_scores
 from memnet.ports import BlobNotFound
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "routing"
@@ -49,9 +49,9 @@ def test_cached_similarity_scores_equal_fresh_ones():
         "b": "billing grafana spark",
         "c": "billing stripe adyen invoices",
     }
-    first = LexicalSimilarity().scores("billing trouble with invoices in stripe", candidates)
-    again = LexicalSimilarity().scores("billing trouble with invoices in stripe", candidates)
-    other = LexicalSimilarity().scores("kafka lag", candidates)
+    first = project_scores("billing trouble with invoices in stripe", candidates)
+    again = project_scores("billing trouble with invoices in stripe", candidates)
+    other = project_scores("kafka lag", candidates)
     assert first == again and first["c"] > first["a"] > first["b"] == 0.0
     assert other["a"] > 0 and other["b"] == other["c"] == 0.0
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memnet import telemetry as setup
+from memnet import telemetry_setup as setup
 from memnet.domain.errors import ConfigError
 from memnet.services import telemetry
 from memnet.settings import Settings

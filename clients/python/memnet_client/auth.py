@@ -38,7 +38,7 @@ class TokenCredential(Protocol):
 
 class ApiKeyAuth(httpx.Auth):
     """``Authorization: Bearer <key>``: what the server's API-key callers expect
-    (memnet/adapters/callers.py: a bearer token that is not a JWT is a key)."""
+    (memnet/adapters/authenticators.py: a bearer token that is not a JWT is a key)."""
 
     def __init__(self, key: str) -> None:
         self._header = f"Bearer {key}"

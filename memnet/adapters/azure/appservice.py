@@ -5,7 +5,7 @@ Entra ID token in front of the app and passes the principal in ``X-MS-CLIENT-PRI
 Only trustworthy when the platform's authentication is on, because then the platform
 strips these headers from what clients send; so the app reads them only when
 ``MEMNET_AUTH`` names ``appservice``, and refuses any request carrying them otherwise
-(:class:`~memnet.adapters.callers.CallerModes`). The claims map to a caller exactly as a
+(:class:`~memnet.adapters.authenticators.CallerModes`). The claims map to a caller exactly as a
 validated bearer token's do (:mod:`memnet.domain.principals`).
 """
 

@@ -33,8 +33,8 @@ from memnet.domain.context_render import (
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.layout import DocumentRef
 from memnet.domain.profiles import Profile, RoutingRules
-from memnet.domain.routing import RoutingIndex, phrase_of, rank_hint, semantic_confidence
-from memnet.domain.similarity import Similarity
+from memnet.domain.project_routing import RoutingIndex, phrase_of, rank_hint, semantic_confidence
+from memnet.domain.project_similarity import project_scores
 from memnet.ports import BlobStore, Clock
 from memnet.services.context.reads import (
     IndexCache,
@@ -80,7 +80,6 @@ class ContextService:
         self,
         blobs: BlobStore,
         registry: ProfileRegistry,
-        similarity: Similarity,
         *,
         index_ttl: float = INDEX_TTL_S,
         semantic_ttl: float = SEMANTIC_TTL_S,
@@ -89,7 +88,7 @@ class ContextService:
         monotonic: Monotonic = time.monotonic,
         clock: Clock | None = None,
     ) -> None:
-        self._blobs, self._registry, self._similarity = blobs, registry, similarity
+        self._blobs, self._registry = blobs, registry
         self._clock = clock  # None: documents never read as expired (a test's service)
         self._indexes = IndexCache(INDEX_CACHE_SIZE, index_ttl, monotonic)
         self._texts = SemanticTexts(TEXT_CACHE_SIZE, semantic_ttl, monotonic)
@@ -212,7 +211,7 @@ class ContextService:
     def _tie_break(
         self, hint: str, texts: dict[str, str], best: float, decision: Decision
     ) -> float:
-        scores = self._similarity.scores(hint, texts)
+        scores = project_scores(hint, texts)
         decision.semantic_scores = {p: round(s, 4) for p, s in scores.items()}
         winner, confidence = semantic_confidence(best, scores)
         decision.project_id, decision.reason = winner, "semantic_tiebreak"

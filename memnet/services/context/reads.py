@@ -30,7 +30,7 @@ from memnet.domain.document_model import StoredDocument
 from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef
 from memnet.domain.profiles import RoutingRules
-from memnet.domain.routing import RoutingIndex
+from memnet.domain.project_routing import RoutingIndex
 from memnet.ports import BlobNotFound, BlobStore
 
 Monotonic = Callable[[], float]  # seconds (cache ages only; wall time is the Clock port)

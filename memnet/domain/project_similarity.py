@@ -1,7 +1,6 @@
-"""Semantic disambiguation between candidate projects (spec 11, step 3), behind a small
-port so that an embedding model can replace the lexical default.
+"""Semantic disambiguation between candidate projects (spec 11, step 3).
 
-:class:`LexicalSimilarity` scores a hint against each candidate's text by TF-IDF cosine,
+:func:`project_scores` scores a hint against each candidate's text by TF-IDF cosine,
 with IDF taken over the candidates themselves: words every candidate shares count for
 nothing, words only one candidate has count most. Pure, offline, deterministic.
 """
@@ -13,9 +12,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Protocol
 
-from memnet.domain.routing import phrase_of
+from memnet.domain.project_routing import phrase_of
 
 BAG_CACHE_SIZE = 1024  # candidate texts (~1-2 KB each, typically)
 STEM_CACHE_SIZE = 65536  # words
@@ -69,12 +67,6 @@ STOP_WORDS = frozenset(
 )
 
 
-class Similarity(Protocol):
-    def scores(self, hint: str, candidates: Mapping[str, str]) -> dict[str, float]:
-        """A score in [0, 1] per candidate id: how well its text fits the hint."""
-        ...
-
-
 def _terms(text: str) -> list[str]:
     return [_stem(t) for t in phrase_of(text) if t not in STOP_WORDS]
 
@@ -95,15 +87,15 @@ def _stem(word: str) -> str:
     return word
 
 
-class LexicalSimilarity:
-    def scores(self, hint: str, candidates: Mapping[str, str]) -> dict[str, float]:
-        model = _model(tuple(candidates.items()))
-        query = _weights(Counter(_terms(hint)), model.idf)
-        query_norm = _norm(query)
-        return {
-            cid: _cosine(query, query_norm, vector, norm)
-            for cid, (vector, norm) in model.vectors.items()
-        }
+def project_scores(hint: str, candidates: Mapping[str, str]) -> dict[str, float]:
+    """A score in [0, 1] per candidate id: how well its text fits the hint."""
+    model = _model(tuple(candidates.items()))
+    query = _weights(Counter(_terms(hint)), model.idf)
+    query_norm = _norm(query)
+    return {
+        cid: _cosine(query, query_norm, vector, norm)
+        for cid, (vector, norm) in model.vectors.items()
+    }
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricExporter
     from opentelemetry.sdk.trace.export import SpanExporter
 
-log = logging.getLogger("memnet.telemetry")
+log = logging.getLogger("memnet.telemetry_setup")
 _configured = False
 
 

@@ -18,7 +18,7 @@ def authenticator(settings: Settings, registry: ProfileRegistry) -> Authenticato
     """The modes ``MEMNET_AUTH`` names, all reading their callers from the callers file,
     whose references to profiles and sensitivity classes are checked against
     ``registry`` first: a broken reference stops startup (:func:`check_references`)."""
-    from memnet.adapters.callers import CallerModes, EntraAuthenticator
+    from memnet.adapters.authenticators import CallerModes, EntraAuthenticator
     from memnet.adapters.local.apikeys import ApiKeyAuthenticator, principal_map, read_entries
 
     assert settings.callers_file is not None  # Settings.check guarantees it

@@ -6,7 +6,7 @@
    A phrase inside a longer matched phrase of another project does not count
    ("alpha" inside "alpha search"). Names, ids and aliases weigh 1.0, keywords 0.6.
 3. Only when several projects tie for the best match, their own documents decide
-   (:mod:`memnet.domain.similarity`); confidence is then the tie's weight times the winner's
+   (:mod:`memnet.domain.project_similarity`); confidence is then the tie's weight times the winner's
    relative margin over the runner-up.
 4. Below the profile's ``min_confidence`` no project is selected.
 """
