@@ -32,8 +32,7 @@ from memnet.services.documents.expiry import DocumentExpiry, document_ref
 from memnet.services.documents.service import DocumentService
 from memnet.services.forget.ledger import FORGET_CALLER, Job, JobStore
 from memnet.services.profiles.registry import ProfileRegistry
-
-_WRITE_ATTEMPTS = 8
+from memnet.services.records import retrying
 
 
 def forget_caller(tenant_id: str) -> Caller:
@@ -81,18 +80,23 @@ class DocumentRetraction:
         expired document (it reads as absent, so nothing would be retracted from it) is
         deleted now rather than at the next retention sweep."""
         self._expire_if_due(name)
-        for _ in range(_WRITE_ATTEMPTS):
-            planned = self._plan(job.state, name)
+        latest = [job]
+
+        def attempt() -> None:
+            planned = self._plan(latest[0].state, name)
             if planned is None:
-                break
-            job.state["pending_write"] = planned
-            job, outcome = self._write(self._jobs.save(job))
-            if outcome == "refused":
-                break
-        else:
-            raise DocumentBusy(name)
-        job.state["documents_after"] = name
-        return job
+                return
+            latest[0].state["pending_write"] = planned
+            latest[0], outcome = self._write(self._jobs.save(latest[0]))
+            if outcome != "refused":
+                raise _PlanAgain  # written, or lost to another writer: plan again
+
+        try:
+            retrying(attempt, on=_PlanAgain)
+        except _PlanAgain:
+            raise DocumentBusy(name) from None
+        latest[0].state["documents_after"] = name
+        return latest[0]
 
     def _expire_if_due(self, name: str) -> None:
         ref = document_ref(name)
@@ -195,6 +199,10 @@ class DocumentRetraction:
                 raise EtagMismatch("Document changed.") from None
             content = apply_ops(current.document, command.ops)["content"]
             return self._documents.replace(caller, _replacing(command, content))
+
+
+class _PlanAgain(Exception):
+    """A retraction round wrote (or lost its write): the document is planned again."""
 
 
 class DocumentBusy(Exception):
