@@ -161,7 +161,10 @@ def test_write_during_an_index_outage_is_indexed_by_the_queue_trigger_later(
     assert client.request("GET", f"{BASE}/events/{event_id}").status == 200  # the record
     assert ids(search(client, text="pgvector")) == []
     assert services.queue.count(INDEX_QUEUE) == 1
-    source = PortQueueSource(services.queue, max_dequeue_count=50, retry_delay=0)
+    # A second between deliveries: on the in-memory queue a retry takes microseconds, and
+    # with no delay 50 failed deliveries would send the message to poison before the
+    # index is back.
+    source = PortQueueSource(services.queue, max_dequeue_count=50, retry_delay=1)
     import function_app
 
     with start_in_thread(function_app.app, route_prefix="", queue_source=source, run_timers=False):
