@@ -54,7 +54,7 @@ def set_hold(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     _, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, HoldBody)
     hold = body.model_dump(exclude_none=True)
     return ApiResponse.json(
-        200, ctx.services.holds.set(tenant_id, user_id, hold, ctx.caller.caller_id)
+        200, ctx.services.holds.set(tenant_id, user_id, hold, ctx.caller.caller_id).as_json()
     )
 
 
@@ -62,14 +62,15 @@ def set_hold(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
 def clear_hold(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     tenant_id, user_id = _hold_scope(request)
     ctx.caller.require(tenant_id, "admin")
-    return ApiResponse.json(200, ctx.services.holds.clear(tenant_id, user_id, ctx.caller.caller_id))
+    cleared = ctx.services.holds.clear(tenant_id, user_id, ctx.caller.caller_id)
+    return ApiResponse.json(200, cleared.as_json())
 
 
 @endpoint(metered=False)
 def list_holds(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     (tenant_id,) = _ids(request, "tenant_id")
     ctx.caller.require(tenant_id, "admin")
-    return ApiResponse.json(200, ctx.services.holds.policy(tenant_id))
+    return ApiResponse.json(200, ctx.services.holds.policy(tenant_id).as_json())
 
 
 def _hold_scope(request: ApiRequest) -> tuple[str, str | None]:

@@ -258,12 +258,12 @@ def _hold(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any],
         return {"error": "bad scope"}, 2
     holds = services.holds
     if args.action == "list":
-        return holds.policy(tenant_id), 0
+        return holds.policy(tenant_id).as_json(), 0
     if args.action == "clear":
         if args.dry_run:
             return _hold_preview(services, tenant_id, user_id, "clear", None)
         try:
-            return holds.clear(tenant_id, user_id or None, args.actor), 0
+            return holds.clear(tenant_id, user_id or None, args.actor).as_json(), 0
         except MemnetError as error:
             return {"error": {"code": error.code, "message": error.message}}, 1
     if not args.reason:
@@ -277,7 +277,7 @@ def _hold(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any],
     hold = {"reason": args.reason, "kinds": kinds}
     if args.dry_run:
         return _hold_preview(services, tenant_id, user_id, "set", hold)
-    return holds.set(tenant_id, user_id or None, hold, args.actor), 0
+    return holds.set(tenant_id, user_id or None, hold, args.actor).as_json(), 0
 
 
 def _hold_preview(
@@ -285,8 +285,8 @@ def _hold_preview(
 ) -> tuple[dict[str, Any], int]:
     """What ``hold set`` or ``hold clear`` would change, read from the current policy;
     clearing where no hold is set fails as the real command does."""
-    policy = services.holds.policy(tenant_id)
-    current = policy["users"].get(user_id) if user_id else policy["tenant"]
+    found = services.holds.policy(tenant_id).of(user_id or None)
+    current = None if found is None else found.as_json()
     if action == "clear" and current is None:
         return {"error": {"code": "HOLD_NOT_FOUND", "message": "No legal hold is set here."}}, 1
     change: dict[str, Any] = {"dry_run": True, "action": action, "tenant_id": tenant_id}

@@ -49,7 +49,7 @@ from memnet.ports import (
 from memnet.services.documents.audit import AuditLog, change_time
 from memnet.services.documents.expiry import DocumentExpiry, document_ref
 from memnet.services.forget.tombstones import Tombstones
-from memnet.services.governance.holds import LegalHolds, held_kinds
+from memnet.services.governance.holds import LegalHolds
 from memnet.services.governance.walker import Walker, WalkReport
 from memnet.services.profiles.registry import ProfileRegistry
 
@@ -175,7 +175,7 @@ class RetentionService:
         unless a hold keeps the user's documents or a forget is emptying the user."""
         if self._expiry is None:
             return
-        holds: dict[str, dict[str, Any]] = {}
+        holds: dict[str, Any] = {}
         for info in items:
             ref = document_ref(info.name)
             stored = None if ref is None else self._expiry.due(info, now)
@@ -194,7 +194,7 @@ class RetentionService:
     def _due(self, items: list[BlobInfo], now: datetime, report: SweepReport) -> list[Item]:
         """The page's expired items; held ones are counted as kept. Holds are read once
         per tenant per page."""
-        holds: dict[str, dict[str, Any]] = {}
+        holds: dict[str, Any] = {}
         due: list[Item] = []
         for item in filter(None, map(classify, items)):
             cutoff = self._cutoff(item, now)
@@ -207,13 +207,13 @@ class RetentionService:
                 report.count(item.kind, kept)
         return due
 
-    def _kept_because(self, item: Item, holds: dict[str, dict[str, Any]]) -> str | None:
+    def _kept_because(self, item: Item, holds: dict[str, Any]) -> str | None:
         """Why an expired item stays, or None; ``holds`` caches each tenant's policy."""
         if item.kind == "idempotency":
             return None  # never held
         if item.tenant_id not in holds:
             holds[item.tenant_id] = self._holds.policy(item.tenant_id)
-        if item.kind in held_kinds(holds[item.tenant_id], item.user_id):
+        if item.kind in holds[item.tenant_id].held(item.user_id):
             return "kept_by_hold"
         if self._forgetting(item, holds):
             return "left_to_forget"  # its job deletes it; the sweep must not race it
