@@ -19,11 +19,12 @@ latest version. The result names the first conflict, for the 412 and the audit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain import pointers
+from memnet.domain.audit_records import AuditRecord
 from memnet.domain.patching import Op
 from memnet.domain.pointers import Segments
 
@@ -53,7 +54,7 @@ class RebaseConflict:
 
 def conflict(
     ops: list[Op],
-    changes: Iterable[Mapping[str, Any]],
+    changes: Iterable[AuditRecord],
     latest: Any,
     initial_content: Any = None,
 ) -> RebaseConflict | None:
@@ -101,13 +102,13 @@ def _past_the_base(op: Op, touches: list[Touch], latest: Any) -> RebaseConflict 
     return None
 
 
-def _sets_whole_document(change: Mapping[str, Any], initial_content: Any) -> RebaseConflict | None:
-    base = change.get("base")
+def _sets_whole_document(change: AuditRecord, initial_content: Any) -> RebaseConflict | None:
+    base = change.base
     if base is None:
         return None
-    if change.get("operation") == "create" and base.get("content") == initial_content:
+    if change.operation == "create" and base.get("content") == initial_content:
         return None
-    return RebaseConflict(change["change_id"], "/content", "the document was replaced")
+    return RebaseConflict(change.change_id, "/content", "the document was replaced")
 
 
 def _appends(segments: Segments, latest: Any) -> bool:
@@ -122,9 +123,9 @@ def _at(document: Any, segments: Segments) -> Any:
         return None
 
 
-def _touches(change: Mapping[str, Any], latest: Any) -> Iterable[Touch]:
-    change_id = change["change_id"]
-    for raw in change.get("ops", []):
+def _touches(change: AuditRecord, latest: Any) -> Iterable[Touch]:
+    change_id = change.change_id
+    for raw in change.ops:
         name = raw.get("op")
         if name == "test":
             continue

@@ -7,7 +7,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from memnet.services.documents.audit import fold
+from memnet.domain.audit_records import AuditRecord, fold
 from tests.api.test_documents import create, patch
 from tests.clients import ApiClient
 from tests.conftest import doc_url
@@ -45,7 +45,7 @@ def test_hot_document_racing_writers_lose_nothing(client: ApiClient):
     changes = client.request("GET", URL + ":history?limit=1000").data["changes"]
     pre_etags = [c["pre_etag"] for c in changes]
     assert len(set(pre_etags)) == len(pre_etags) == 25  # exactly one winner per ETag
-    assert fold(list(reversed(changes))) == document
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == document
 
 
 def test_concurrent_requests_with_one_key_execute_once(client: ApiClient):

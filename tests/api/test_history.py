@@ -3,7 +3,7 @@ document exactly (spec 19.2, 25.6)."""
 
 from __future__ import annotations
 
-from memnet.services.documents.audit import fold
+from memnet.domain.audit_records import AuditRecord, fold
 from tests.api.test_documents import PREF, create, patch
 from tests.api.test_policy import FACT
 from tests.clients import ApiClient
@@ -32,7 +32,7 @@ def test_folding_history_from_creation_reproduces_the_document(client: ApiClient
     current = client.request("GET", doc_url()).data
     changes = history(client).data["changes"]
     assert [c["operation"] for c in changes] == ["patch"] * 4 + ["create"]
-    assert fold(list(reversed(changes))) == current["document"]
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == current["document"]
 
 
 def test_history_records_spec_fields_and_derived_etags(client: ApiClient):
@@ -69,7 +69,7 @@ def test_admin_replace_is_folded_from_its_full_body(client: ApiClient, admin: Ap
     assert reply.status == 200
     changes = history(client).data["changes"]
     assert changes[0]["operation"] == "replace" and changes[0]["reason"] == "admin_migration"
-    assert fold(list(reversed(changes))) == reply.data["document"]
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == reply.data["document"]
 
 
 def test_rejected_writes_leave_no_audit_record(client: ApiClient):

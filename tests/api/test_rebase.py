@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from memnet.services.documents.audit import fold
+from memnet.domain.audit_records import AuditRecord, fold
 from tests.api.test_documents import create, patch
 from tests.clients import ApiClient
 from tests.conftest import doc_url
@@ -112,7 +112,7 @@ def test_racing_rebased_appends_each_land_once(client: ApiClient):
     assert sorted(n["note"] for n in document["content"]["recent_notes"]) == sorted(notes)
     changes = client.request("GET", URL + ":history?limit=1000").data["changes"]
     assert len({c["pre_etag"] for c in changes}) == len(changes) == 25
-    assert fold(list(reversed(changes))) == document
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == document
 
 
 def test_a_dash_member_of_an_object_is_not_an_append(client: ApiClient):

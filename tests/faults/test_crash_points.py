@@ -20,6 +20,7 @@ import pytest
 from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
 from memnet.bootstrap import Services
+from memnet.domain.audit_records import AuditRecord, fold
 from memnet.ports import (
     Blob,
     BlobPage,
@@ -29,7 +30,6 @@ from memnet.ports import (
     Residue,
     StorageUnavailable,
 )
-from memnet.services.documents.audit import fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, doc_url, make_settings
@@ -99,7 +99,7 @@ def _reset() -> Iterator[None]:
 def committed_history_matches_document(client: DirectClient) -> list[dict]:
     current = client.request("GET", doc_url()).data
     changes = client.request("GET", doc_url() + ":history").data["changes"]
-    assert fold(list(reversed(changes))) == current["document"]
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == current["document"]
     return changes
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from memnet import bootstrap
 from memnet.adapters.local import durable
-from memnet.services.documents.audit import fold
+from memnet.domain.audit_records import AuditRecord, fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, doc_url, make_settings
@@ -119,5 +119,5 @@ def assert_applied_once(client: DirectClient) -> None:
         {"text": "Be brief."},
         {"text": "written once"},
     ]
-    assert fold(list(reversed(changes))) == document["document"]
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == document["document"]
     assert len(changes) == 2

@@ -16,8 +16,8 @@ import pytest
 
 from memnet import bootstrap
 from memnet.adapters.local.blobstore import FileBlobStore
+from memnet.domain.audit_records import AuditRecord, fold
 from memnet.ports import PreconditionFailed, StorageUnavailable
-from memnet.services.documents.audit import fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY, doc_url, make_settings
@@ -57,7 +57,7 @@ def _reset() -> Iterator[None]:
 def consistent(client: DirectClient) -> list[str]:
     current = client.request("GET", doc_url()).data
     changes = client.request("GET", doc_url() + ":history").data["changes"]
-    assert fold(list(reversed(changes))) == current["document"]
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == current["document"]
     return [item["text"] for item in current["document"]["content"]["preferences"]]
 
 

@@ -15,10 +15,10 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
+from memnet.domain.audit_records import fold
 from memnet.domain.callers import Caller
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.replay_contract import ExtractionRequest
-from memnet.services.documents.audit import fold
 from tests.faults import test_crash_points as crash_points
 from tests.faults.test_crash_points import CrashingBlobStore, SimulatedCrash
 

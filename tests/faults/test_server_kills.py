@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from memnet.services.documents.audit import fold
+from memnet.domain.audit_records import AuditRecord, fold
 from tests.conftest import REPO
 from tests.served import ServedHost, request, wait_until
 
@@ -118,7 +118,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_patch(server: ServedHos
     assert (lost, unacknowledged) == ([], [])
     assert facets == writer.acknowledged  # every acknowledged write, and nothing else
     assert [c["ops"][0]["value"] for c in reversed(changes[:-1])] == sorted(facets)
-    assert fold(list(reversed(changes))) == document
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == document
     assert time.monotonic() - started < DEADLINE_S
 
 

@@ -33,9 +33,9 @@ from jsonschema import Draft202012Validator
 from memnet import bootstrap
 from memnet.adapters.local.apikeys import hash_key
 from memnet.bootstrap import Services
+from memnet.domain.audit_records import AuditRecord, fold
 from memnet.domain.layout import DocumentRef
 from memnet.ports import BlobNotFound
-from memnet.services.documents.audit import fold
 from tests.clients import ApiClient, DirectClient, Reply
 from tests.conftest import ADMIN_KEY, AGENT_KEY, REPO, make_settings
 
@@ -239,9 +239,10 @@ class Harness:
         for newer, older in itertools.pairwise(changes):
             assert newer["prev_change_id"] == older["change_id"]
             assert newer["pre_etag"] == older["post_etag"]
-        assert fold(list(reversed(changes))) == document, "history does not fold to the document"
+        folded = fold(map(AuditRecord.from_json, reversed(changes)))
+        assert folded == document, "history does not fold to the document"
         chain = list(self.services.audit.chain(target.ref, document["change_id"]))
-        assert fold(list(reversed(chain))) == document, "audit chain does not fold to it"
+        assert fold(reversed(chain)) == document, "audit chain does not fold to it"
         assert_satisfies_binding(target, document)
 
 

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from memnet.domain.audit_records import AuditRecord
 from memnet.domain.patching import parse_ops
 from memnet.domain.rebase import conflict
 
 
-def change(*ops: dict[str, Any], change_id: str = "chg_1", **extra: Any) -> dict[str, Any]:
-    return {"change_id": change_id, "ops": list(ops), "base": None, **extra}
+def change(*ops: dict[str, Any], change_id: str = "chg_1", **extra: Any) -> AuditRecord:
+    stored = {"change_id": change_id, "ops": list(ops), "operation": "patch", **extra}
+    return AuditRecord.from_json({**dict.fromkeys(REQUIRED, "x"), **stored})
+
+
+REQUIRED = ("tenant_id", "user_id", "namespace", "path")
 
 
 def add(path: str, value: Any = "x") -> dict[str, Any]:
@@ -97,7 +103,7 @@ def test_a_create_from_the_initial_content_counts_by_its_ops():
     created = change(add("/content/notes/-"), operation="create", base={"content": {"notes": []}})
     ours = parse_ops([add("/content/notes/-")])
     assert conflict(ours, [created], LATEST, {"notes": []}) is None
-    other = {**created, "base": {"content": {"notes": ["seeded"]}}}
+    other = dataclasses.replace(created, base={"content": {"notes": ["seeded"]}})
     assert conflict(ours, [other], LATEST, {"notes": []}) is not None
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain import compaction
+from memnet.domain.audit_records import change_time
 from memnet.domain.bindings import Binding
 from memnet.domain.compaction import CompactionRules
 from memnet.domain.envelope import canonical
@@ -20,7 +21,6 @@ from memnet.domain.event_model import SNAPSHOT_URI
 from memnet.domain.layout import DocumentRef
 from memnet.domain.profiles import Profile
 from memnet.domain.timestamps import format_millis
-from memnet.services.documents.audit import change_time
 
 COMPACTION_CALLER = "memnet-compaction"
 JOB = "compaction"

@@ -149,7 +149,7 @@ class CompactionService:
     def _target(self, ref: DocumentRef, stored: StoredDocument | None) -> Target | None:
         head = stored.document.get("change_id") if stored else None
         record = self._audit.read(ref.tenant_id, ref.user_id, head) if head else None
-        named = self._registry.get(record["profile_id"]) if record else None
+        named = self._registry.get(record.profile_id) if record else None
         candidates = [named] if named else [self._registry.get(p) for p in self._profile_ids()]
         for profile in candidates:
             found = profile.resolve(ref.namespace, ref.path) if profile else None

@@ -1,4 +1,4 @@
-"""Audit records (spec 19.2) and how folding them reproduces a document.
+"""The audit log: audit records (spec 19.2, :mod:`memnet.domain.audit_records`) in blobs.
 
 A record is written create-only *before* the document it describes; the document then
 stores the record's ``change_id``, and each record names the ``prev_change_id`` it was
@@ -14,63 +14,15 @@ horizon past them; a chain then ends at the horizon (docs/retention.md).
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import secrets
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-from memnet.domain.envelope import EXPIRES_AT, FIELD_ORDER, canonical
+from memnet.domain.audit_records import AuditRecord, change_time
 from memnet.domain.layout import DocumentRef, audit_horizon_name, audit_name, user_prefix
-from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.timestamps import format_millis, parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore, Condition, PreconditionFailed
 from memnet.services.records import JsonRecords, dump
-
-
-def new_change_id(now: datetime) -> str:
-    """Time-sortable: 12 hex digits of the Unix milliseconds of ``now`` (the service's
-    Clock), then 16 random hex digits."""
-    return f"chg_{int(now.timestamp() * 1000):012x}{secrets.token_hex(8)}"
-
-
-def change_time(change_id: str) -> datetime:
-    """When a change id was minted (its first 12 hex digits are Unix milliseconds)."""
-    return datetime.fromtimestamp(int(change_id[4:16], 16) / 1000, UTC)
-
-
-def ops_sha256(ops: list[dict[str, Any]]) -> str:
-    return hashlib.sha256(canonical(ops)).hexdigest()
-
-
-def apply_change(
-    document: dict[str, Any] | None, record: dict[str, Any], max_chars: int | None = None
-) -> dict[str, Any]:
-    """The document after ``record``; the service and history folding both use this
-    (``max_chars``: see :func:`memnet.domain.patching.apply_ops`)."""
-    base = record.get("base")
-    result = document if document is not None else {}
-    if base is not None:
-        result = {**base, "created_at": result.get("created_at", record["timestamp"])}
-    result = apply_ops(result, parse_ops(record["ops"]), max_chars)  # on a deep copy
-    result.update(
-        updated_at=record["timestamp"], updated_by=record["actor"], change_id=record["change_id"]
-    )
-    result.pop(EXPIRES_AT, None)  # each change sets it anew: its binding's TTL, or none
-    if record.get(EXPIRES_AT) is not None:
-        result[EXPIRES_AT] = record[EXPIRES_AT]
-    return dict(sorted(result.items(), key=lambda kv: _FIELD_ORDER.get(kv[0], 99)))
-
-
-_FIELD_ORDER = {name: i for i, name in enumerate(FIELD_ORDER)}
-
-
-def fold(records: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Fold records oldest first into the document they produce."""
-    document: dict[str, Any] | None = None
-    for record in records:
-        document = apply_change(document, record)
-    return document
 
 
 class AuditLog:
@@ -79,26 +31,26 @@ class AuditLog:
     def __init__(self, blobs: BlobStore) -> None:
         self._blobs, self._records = blobs, JsonRecords(blobs)
 
-    def write(self, ref: DocumentRef, record: dict[str, Any]) -> None:
+    def write(self, ref: DocumentRef, record: AuditRecord) -> None:
         """Create-only; a retried create that finds its own identical record is fine."""
-        name = ref.audit_name(record["change_id"])
-        data = dump(record)
+        name = ref.audit_name(record.change_id)
+        data = dump(record.as_json())
         try:
             self._blobs.write(name, data, Condition.create_only())
         except PreconditionFailed:
             if self._blobs.read(name).data != data:
                 raise
 
-    def read(self, tenant_id: str, user_id: str, change_id: str) -> dict[str, Any] | None:
+    def read(self, tenant_id: str, user_id: str, change_id: str) -> AuditRecord | None:
         found = self._records.read(audit_name(tenant_id, user_id, change_id))
-        return None if found is None else found.value
+        return None if found is None else AuditRecord.from_json(found.value)
 
     def discard(self, ref: DocumentRef, change_id: str) -> None:
         """Best-effort removal of a record whose document write did not happen."""
         with contextlib.suppress(BlobNotFound, PreconditionFailed):
             self._blobs.delete(ref.audit_name(change_id))
 
-    def chain(self, ref: DocumentRef, head: str | None) -> Iterator[dict[str, Any]]:
+    def chain(self, ref: DocumentRef, head: str | None) -> Iterator[AuditRecord]:
         """Committed records of one document, newest first, from the ``head`` change id.
 
         The chain ends quietly at a missing record minted at or before the user's audit
@@ -112,7 +64,7 @@ class AuditLog:
                     return
                 raise LookupError(f"audit chain broken at {change_id}")
             yield record
-            change_id = record.get("prev_change_id")
+            change_id = record.prev_change_id
 
     def horizon(self, tenant_id: str, user_id: str) -> datetime | None:
         """The user's audit horizon: records minted at or before it may have been removed
@@ -136,11 +88,11 @@ class AuditLog:
         horizon = self.horizon(ref.tenant_id, ref.user_id)
         return horizon is not None and change_time(change_id) <= horizon
 
-    def since(self, ref: DocumentRef, head: str | None, base: str | None) -> list[dict[str, Any]]:
+    def since(self, ref: DocumentRef, head: str | None, base: str | None) -> list[AuditRecord]:
         """Committed records after ``base`` (exclusive), newest first."""
-        later: list[dict[str, Any]] = []
+        later: list[AuditRecord] = []
         for record in self.chain(ref, head):
-            if record["change_id"] == base:
+            if record.change_id == base:
                 break
             later.append(record)
         return later
@@ -155,8 +107,8 @@ class AuditLog:
         for record in self.chain(ref, head):
             if limit is not None and len(entries) >= limit:
                 break
-            entries.append({**record, "post_etag": post_etag})
-            post_etag = record.get("pre_etag")
+            entries.append({**record.as_json(), "post_etag": post_etag})
+            post_etag = record.pre_etag
         return entries
 
     def orphans(self, tenant_id: str, user_id: str, heads: dict[str, str | None]) -> list[str]:
@@ -166,7 +118,7 @@ class AuditLog:
         committed: set[str] = set()
         for name, head in heads.items():
             ref = _ref_of(tenant_id, user_id, name)
-            committed.update(r["change_id"] for r in self.chain(ref, head))
+            committed.update(r.change_id for r in self.chain(ref, head))
         prefix = f"{user_prefix(tenant_id, user_id)}audit/"
         names = (n[len(prefix) : -len(".json")] for n in self._blobs.list_names(prefix))
         return [change_id for change_id in names if change_id not in committed]

@@ -11,6 +11,7 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from memnet.domain.audit_records import AuditRecord, change_time, fold
 from memnet.domain.bindings import Binding
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, EtagMismatch, NotFound
@@ -18,7 +19,7 @@ from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef, audit_name, user_prefix
 from memnet.domain.rebase import conflict
 from memnet.ports import BlobNotFound, BlobStore, Clock
-from memnet.services.documents.audit import AuditLog, change_time, fold
+from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.idempotency import Response
 
 REBASE_MAX_CHANGES = 64  # a rebase looks this many changes back for its base version
@@ -62,13 +63,13 @@ class DocumentChain:
         created = current.document.get("created_at")
         if (
             record is None
-            or (record["namespace"], record["path"]) != (ref.namespace, ref.path)
-            or (isinstance(created, str) and record.get("timestamp", "") < created)
+            or (record.ref.namespace, record.ref.path) != (ref.namespace, ref.path)
+            or (isinstance(created, str) and record.timestamp < created)
         ):
             raise BadRequest(
                 "before names no change of this document.", code="INVALID_QUERY", field="before"
             )
-        return record.get("prev_change_id"), record.get("pre_etag")
+        return record.prev_change_id, record.pre_etag
 
     def live(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, unless it has expired (it then reads as absent)."""
@@ -132,14 +133,14 @@ class DocumentChain:
 
     def since_version(
         self, ref: DocumentRef, current: StoredDocument, etag: str | None, limit: int
-    ) -> list[dict[str, Any]] | None:
+    ) -> list[AuditRecord] | None:
         """The committed changes made after the version with ``etag`` (None: after the
         document did not exist), newest first; None if that version is not among the
         last ``limit`` changes."""
-        since: list[dict[str, Any]] = []
+        since: list[AuditRecord] = []
         for record in self._audit.chain(ref, current.document.get("change_id")):
             since.append(record)
-            if record.get("pre_etag") == etag:
+            if record.pre_etag == etag:
                 return since
             if len(since) >= limit:
                 return None
@@ -156,16 +157,16 @@ class DocumentChain:
         if own is None or current is None:
             return None
         head = current.document.get("change_id")
-        later = self._audit.since(ref, head, own.get("prev_change_id"))
-        if not later or later[-1]["change_id"] != change_id:
+        later = self._audit.since(ref, head, own.prev_change_id)
+        if not later or later[-1].change_id != change_id:
             return None
         if len(later) == 1:
             return write_response(own, current.etag, current.document)
         history = list(self._audit.chain(ref, head))  # rare: rebuild the state back then
-        if history[-1].get("prev_change_id") is not None:  # retention removed the start
-            return _without_document(write_response(own, later[-2]["pre_etag"], {}))
-        document = fold(list(reversed(history[len(later) - 1 :]))) or {}
-        return write_response(own, later[-2]["pre_etag"], document)
+        if history[-1].prev_change_id is not None:  # retention removed the start
+            return _without_document(write_response(own, later[-2].pre_etag, {}))
+        document = fold(reversed(history[len(later) - 1 :])) or {}
+        return write_response(own, later[-2].pre_etag, document)
 
     def sweep_orphans(self, tenant_id: str, user_id: str, min_age: timedelta) -> list[str]:
         """Delete audit records no document reached that are older than ``min_age``;
@@ -186,20 +187,20 @@ class DocumentChain:
 
 
 def write_response(
-    record: dict[str, Any], etag: str | None, document: dict[str, Any], unchanged: bool = False
+    record: AuditRecord, etag: str | None, document: dict[str, Any], unchanged: bool = False
 ) -> Response:
     """What a write answers (and its idempotency record keeps): the document after
     ``record``, its ETag, what was redirected, whether it was created."""
     body: dict[str, Any] = {"etag": etag, "document": document}
-    if record.get("redirected_ops"):
-        body["redirected_ops"] = record["redirected_ops"]
-    if record.get("upserts"):
-        body["upserts"] = record["upserts"]
-    if "rebased_from" in record:
-        body["rebased_from"] = record["rebased_from"]
+    if record.redirected_ops:
+        body["redirected_ops"] = record.redirected_ops
+    if record.upserts:
+        body["upserts"] = record.upserts
+    if record.rebased:
+        body["rebased_from"] = record.rebased_from
     if unchanged:
         body["unchanged"] = True
-    return {"created": record["operation"] == "create", "body": body}
+    return {"created": record.operation == "create", "body": body}
 
 
 def _without_document(response: Response) -> Response:

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from memnet.domain.audit_records import new_change_id
 from memnet.domain.errors import Conflict
 from memnet.domain.layout import idempotency_name
 from memnet.domain.timestamps import format_timestamp, parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
-from memnet.services.documents.audit import new_change_id
 from memnet.services.records import dump, retrying
 
 Response = dict[str, Any]

@@ -17,6 +17,7 @@ from typing import Any
 from memnet.domain import sensitivity_answers as view_answers
 from memnet.domain import sensitivity_views as views
 from memnet.domain import upsert
+from memnet.domain.audit_records import AuditRecord
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import serialise
@@ -34,7 +35,7 @@ from memnet.domain.timestamps import format_millis
 from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
 from memnet.ports import BlobStore, Clock
 from memnet.services import telemetry
-from memnet.services.documents.audit import AuditLog, apply_change, ops_sha256
+from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.chain import DocumentChain, write_response
 from memnet.services.documents.idempotency import IdempotencyStore, Response, Ticket
 from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
@@ -267,18 +268,16 @@ class DocumentService:
         )
         base = None if current else base_of(binding, None, dict(binding.initial_content))
         applied = [op.as_json() for op in ops]
-        record = audit_record(caller, cmd, governed, ticket, current, applied, base, self._now_at())
-        record["redirected_ops"] = planned.redirected
-        if upserts:
-            record["upserts"] = upserts
-        if cmd.origin is not None:
-            record["origin"] = cmd.origin
-        if cmd.reason_codes is not None:
-            record["reason_codes"] = cmd.reason_codes
-        if current is not None and current.etag != cmd.precondition.if_match:
-            record["rebased_from"] = cmd.precondition.if_match
-        elif current is not None and cmd.precondition.create:
-            record["rebased_from"] = None  # created meanwhile by another writer
+        record = replace(
+            audit_record(caller, cmd, governed, ticket, current, applied, base, self._now_at()),
+            redirected_ops=planned.redirected,
+            upserts=upserts or None,
+            origin=cmd.origin,
+            reason_codes=cmd.reason_codes,
+            # moved past the version the caller named (None: created meanwhile)
+            rebased=current is not None and current.etag != cmd.precondition.if_match,
+            rebased_from=cmd.precondition.if_match,
+        )
         return self._commit(caller, cmd.ref, governed, current, record, write, expired_etag)
 
     def _replace(
@@ -295,7 +294,7 @@ class DocumentService:
         ref: DocumentRef,
         governed: Governed,
         current: StoredDocument | None,
-        record: dict[str, Any],
+        record: AuditRecord,
         write: bool = True,
         expired_etag: str | None = None,
     ) -> Response:
@@ -306,13 +305,13 @@ class DocumentService:
         profile, binding, rules = governed.profile, governed.binding, governed.rules
         reader = caller.may_read()
         before = current.document if current else None
-        document = apply_change(before, record, binding.max_chars)
+        document = record.apply(before, binding.max_chars)
         if reader and current is not None and _same_content(current.document, document):
             return write_response(record, current.etag, current.document, unchanged=True)
         old = (before or {}).get("content", binding.initial_content)
         pending = profile.confidence.pending_sections.get(binding.binding_id)
         views.check_write(old, document["content"], caller, rules, pending)  # before any echo
-        document = self._stamped(ref, governed, before, record, document)
+        record, document = self._stamped(ref, governed, before, record, document)
         text = _serialised(document)  # what is stored, and what max_chars counts
         new = document["content"]
         validator = self._registry.validator(binding)
@@ -334,19 +333,18 @@ class DocumentService:
         ref: DocumentRef,
         governed: Governed,
         before: dict[str, Any] | None,
-        record: dict[str, Any],
+        record: AuditRecord,
         document: dict[str, Any],
-    ) -> dict[str, Any]:
-        """``document`` with a new id on each pending item that needs one, the ops that
-        set them appended to ``record``'s (changed in place)."""
+    ) -> tuple[AuditRecord, dict[str, Any]]:
+        """``record`` and ``document`` with a new id on each pending item that needs one,
+        the ops that set them appended to the record's."""
         profile, binding = governed.profile, governed.binding
         old = (before or {}).get("content", binding.initial_content)
         stamps = id_stamps(profile, binding, ref, (old, document["content"]))
         if not stamps:
-            return document
-        record["ops"] = [*record["ops"], *stamps]
-        record["ops_sha256"] = ops_sha256(record["ops"])
-        return apply_change(before, record, binding.max_chars)
+            return record, document
+        record = record.with_ops([*record.ops, *stamps])
+        return record, record.apply(before, binding.max_chars)
 
     def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
         return self._chain.committed_response(ref, change_id)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memnet.domain.audit_records import AuditRecord
 from memnet.domain.bindings import Binding
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.errors import EtagMismatch
@@ -63,7 +64,7 @@ class Change:
     governed: Governed
     current: StoredDocument | None  # the version read; None: a create
     expired_etag: str | None  # a create over an expired document replaces it under this
-    record: dict[str, Any]  # the audit record
+    record: AuditRecord
     document: dict[str, Any]  # the document after the change
     text: str  # its serialisation: what is stored
 
@@ -150,13 +151,13 @@ class WritePath:
                 return self._blobs.write(name, data, Condition.match(change.expired_etag))
         return self._blobs.write(name, data, Condition.create_only())
 
-    def _lost_race(self, ref: DocumentRef, record: dict[str, Any], exc: Exception) -> Response:
+    def _lost_race(self, ref: DocumentRef, record: AuditRecord, exc: Exception) -> Response:
         """A failed conditional write: usually another writer won; but when a response was
         lost and the SDK retried, the first attempt may have landed our own change."""
-        landed = self._chain.committed_response(ref, record["change_id"])
+        landed = self._chain.committed_response(ref, record.change_id)
         if landed is not None:
             return landed
-        self._audit.discard(ref, record["change_id"])
+        self._audit.discard(ref, record.change_id)
         latest = self._chain.live(ref)
         message = "Document changed concurrently; refetch and retry."
         raise LostRace(message, latest_etag=latest.etag if latest else None) from exc

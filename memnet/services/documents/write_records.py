@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from memnet.domain import guard, pointers, proposals
+from memnet.domain.audit_records import AuditRecord, ops_sha256
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
@@ -24,7 +25,6 @@ from memnet.domain.policy import Violation
 from memnet.domain.profiles import Profile
 from memnet.domain.proposal_queue import target_problem
 from memnet.domain.timestamps import format_millis
-from memnet.services.documents.audit import ops_sha256
 from memnet.services.documents.idempotency import Ticket, key_hash
 
 # Writes that use a short-lived document and so move its expiry; a job's (compaction,
@@ -91,41 +91,38 @@ def audit_record(
     ops: list[dict[str, Any]],
     base: dict[str, Any] | None,
     now: datetime,
-) -> dict[str, Any]:
+) -> AuditRecord:
     """The audit record (spec 19.2 fields plus what replaying it needs)."""
-    profile, binding = governed.profile, governed.binding
     operation = "create" if current is None else ("replace" if cmd.content is not None else "patch")
-    record: dict[str, Any] = {
-        "change_id": ticket.change_id,
-        "prev_change_id": current.document.get("change_id") if current else None,
-        "operation": operation,
-        **cmd.ref.as_json(),
-        "binding_id": binding.binding_id,
-        "profile_id": profile.profile_id,
-        "actor": caller.caller_id,
-        "timestamp": format_millis(now),
-        "reason": cmd.reason,
-        "pre_etag": current.etag if current else None,
-        "ops": ops,
-        "ops_sha256": ops_sha256(ops),
-        "evidence": cmd.evidence,
-        "confidence": cmd.confidence,
-        "base": base,
-        "request_id": cmd.request_id,
-        "idempotency_key_sha256": key_hash(caller.caller_id, cmd.idempotency_key),
-    }
-    expiry = expires_at(binding, now)
+    expiry = expires_at(governed.binding, now)
     if current is not None and cmd.reason not in EXTENDS_EXPIRY:
         expiry = current.document.get(EXPIRES_AT) if expiry is not None else None
-    if expiry is not None:
-        record[EXPIRES_AT] = expiry  # the document's, after this change
-    return record
+    return AuditRecord(
+        change_id=ticket.change_id,
+        prev_change_id=current.document.get("change_id") if current else None,
+        operation=operation,
+        ref=cmd.ref,
+        binding_id=governed.binding.binding_id,
+        profile_id=governed.profile.profile_id,
+        actor=caller.caller_id,
+        timestamp=format_millis(now),
+        reason=cmd.reason,
+        pre_etag=current.etag if current else None,
+        ops=ops,
+        ops_sha256=ops_sha256(ops),
+        evidence=cmd.evidence,
+        confidence=cmd.confidence,
+        base=base,
+        request_id=cmd.request_id,
+        idempotency_key_sha256=key_hash(caller.caller_id, cmd.idempotency_key),
+        expires_at=expiry,
+    )
 
 
 def proposer_checks(
     profile: Profile,
     binding: Binding,
-    record: dict[str, Any],
+    record: AuditRecord,
     before: dict[str, Any] | None,
     after: dict[str, Any],
     now: datetime,
@@ -134,22 +131,22 @@ def proposer_checks(
     (:func:`memnet.domain.proposals.proposer_violations`); jobs and an admin's replace
     (a migration) are not held to it."""
     pending = profile.confidence.pending_sections.get(binding.binding_id)
-    if pending is None or record["reason"] not in PROPOSER_CHECKED:
+    if pending is None or record.reason not in PROPOSER_CHECKED:
         return []
     old = (before or {}).get("content")
-    found = proposals.proposer_violations(old, after["content"], pending, record["actor"], now)
+    found = proposals.proposer_violations(old, after["content"], pending, record.actor, now)
     return [Violation(code, message, path=path) for code, message, path in found]
 
 
 def target_checks(
-    profile: Profile, binding: Binding, record: dict[str, Any], contents: tuple[Any, Any, Any]
+    profile: Profile, binding: Binding, record: AuditRecord, contents: tuple[Any, Any, Any]
 ) -> list[Violation]:
     """Proposals a caller's patch adds must be approvable as made
     (:func:`memnet.domain.proposal_queue.target_problem`): ``contents`` are the content
     before and after the write, and after it as the writer sees it (its view: whether a
     target has a place must not depend on what the writer cannot see)."""
     pending = profile.confidence.pending_sections.get(binding.binding_id)
-    if pending is None or record["reason"] not in PROPOSER_CHECKED:
+    if pending is None or record.reason not in PROPOSER_CHECKED:
         return []
     old, new, seen = contents
     found = []

@@ -33,6 +33,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memnet.domain.audit_records import change_time
 from memnet.domain.errors import ConfigError, Conflict
 from memnet.domain.layout import SnapshotRef
 from memnet.domain.retention import KINDS, Ceilings, RetentionPolicy, parse_ceilings
@@ -46,7 +47,7 @@ from memnet.ports import (
     PreconditionFailed,
     SearchIndex,
 )
-from memnet.services.documents.audit import AuditLog, change_time
+from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.expiry import DocumentExpiry, document_ref
 from memnet.services.forget.tombstones import Tombstones
 from memnet.services.governance.holds import LegalHolds

@@ -241,7 +241,7 @@ class ProposalReview:
         :data:`HISTORY_LOOKBACK` that decided ``proposal_id``, if any."""
         chain = self._audit.chain(ref, stored.document.get("change_id"))
         for n, record in enumerate(chain):
-            decided = (record.get("origin") or {}).get("review") or {}
+            decided = (record.origin or {}).get("review") or {}
             if decided.get("proposal_id") == proposal_id:
                 return dict(decided)
             if n + 1 >= HISTORY_LOOKBACK:
