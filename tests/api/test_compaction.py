@@ -27,7 +27,9 @@ from tests.api.compacting import (
 
 
 def compact(services: Services, ref=PROJECT, **kw):  # type: ignore[no-untyped-def]
-    return services.compaction.compact(ref.tenant_id, ref.user_id, ref.namespace, ref.path, **kw)
+    return services.compaction.compact(
+        ref.tenant_id, ref.user_id, ref.namespace, ref.path, **kw
+    ).as_json()
 
 
 def test_a_document_over_its_targets_is_compacted_in_one_audited_change(services: Services):
@@ -206,7 +208,7 @@ def test_a_write_that_crosses_the_targets_queues_a_compaction(services: Services
 def test_the_timer_compacts_every_document_over_its_targets(services: Services):
     put(services, PROJECT, project(notes(31)))
     put(services, DYNAMIC, _dynamic([]))
-    report = services.compaction.run_timer()
+    report = services.compaction.run_timer().as_json()
     assert report["pass_complete"] and report["changed"] == [
         "tenants/t1/users/u1/documents/projects/apollo.json"
     ]
@@ -243,7 +245,9 @@ def test_compact_names_visits_documents_only(services: Services):
         "tenants/t1/users/u1/documents/projects/apollo.json",
         "tenants/t1/users/u1/documents/projects/missing.json",
     ]
-    statuses = services.compaction.compact_names(names, time.monotonic() + 60)
+    statuses = [
+        s.as_json() for s in services.compaction.compact_names(names, time.monotonic() + 60)
+    ]
     assert [(s["name"].rsplit("/", 1)[1], s["changed"]) for s in statuses] == [
         ("apollo.json", True),
         ("missing.json", False),
