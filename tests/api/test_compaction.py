@@ -123,7 +123,7 @@ def test_a_digest_of_many_sources_stays_a_valid_event(services: Services):
         for i in range(80)
     ]
     base = "chg_019ab0000000" + "0" * 20
-    event = digest_event(Target(PROJECT, profile, found[0]), base, moved)
+    event = digest_event(Target(PROJECT, profile, found[0]), base, moved).as_json()
     evidence = event["evidence"]
     assert evidence["sources_count"] == 80 and evidence["removed_count"] == 80
     assert 0 < len(evidence["sources"]) <= 50

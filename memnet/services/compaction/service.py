@@ -303,13 +303,13 @@ class CompactionService:
     # -- the event digest --------------------------------------------------------------
 
     def _write_digest(self, target: Target, base: str, moved: list[compaction.Removed]) -> str:
-        body = digest_event(target, base, moved)
-        caller = job_caller(COMPACTION_CALLER, target.ref.tenant_id)
-        ref = target.ref
+        event = digest_event(target, base, moved)
+        body, ref = event.as_json(), target.ref
+        caller = job_caller(COMPACTION_CALLER, ref.tenant_id)
         self._events.write(
-            caller, ref.tenant_id, ref.user_id, body, body["event_id"], content_hash(body)
+            caller, ref.tenant_id, ref.user_id, body, event.event_id, content_hash(body)
         )
-        return str(body["event_id"])
+        return event.event_id
 
     def _discard_event(self, ref: DocumentRef, event_id: str) -> None:
         """Best effort: the digest of a plan whose patch lost its race is unused."""
