@@ -1,0 +1,91 @@
+"""What a review decides and answers (:mod:`memnet.services.proposals.review`): the
+:class:`Decision` the document's history records (``origin.review``), the
+:class:`Reviewed` answer, and the :class:`Queue` a reviewer reads. Frozen values; each
+``as_json`` is the one form stored or answered (``ProposalDecision`` and
+``ProposalQueue`` of docs/api.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Json = dict[str, Any]  # a proposal item or a document: JSON as written
+CLASS = "sensitivity"  # origin.review's record of the proposal's class (never answered)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision on a proposal: ``approved``, ``edited`` or ``rejected``, by whom,
+    on whose proposal, when, with the reviewer's note. ``sensitivity``, the proposal's
+    class, is recorded so that a later review of it is answered only to a caller
+    cleared for it; it is never answered."""
+
+    proposal_id: str
+    status: str
+    reviewed_by: str
+    proposed_by: str | None
+    reviewed_at: str
+    note: str | None = None
+    sensitivity: str | None = None
+
+    @classmethod
+    def from_json(cls, stored: Json) -> Decision:
+        return cls(
+            proposal_id=stored["proposal_id"],
+            status=stored["status"],
+            reviewed_by=stored["reviewed_by"],
+            proposed_by=stored.get("proposed_by"),
+            reviewed_at=stored["reviewed_at"],
+            note=stored.get("note"),
+            sensitivity=stored.get(CLASS),
+        )
+
+    def as_json(self) -> Json:
+        """The decision as answered (and as the audit record's evidence holds it)."""
+        shown: Json = {
+            "proposal_id": self.proposal_id,
+            "status": self.status,
+            "reviewed_by": self.reviewed_by,
+            "proposed_by": self.proposed_by,
+            "reviewed_at": self.reviewed_at,
+        }
+        return shown if self.note is None else {**shown, "note": self.note}
+
+    def recorded(self) -> Json:
+        """The decision as ``origin.review`` stores it: with the proposal's class."""
+        shown = self.as_json()
+        return shown if self.sensitivity is None else {**shown, CLASS: self.sensitivity}
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """A review's answer: the decision, and for the write that made it the document's
+    new ETag and (for a caller that may read) the document; ``replayed`` when the
+    decision was found already taken (then neither)."""
+
+    decision: Decision
+    etag: str | None = None
+    document: Json | None = None
+    replayed: bool = False
+
+    def as_json(self) -> Json:
+        answer = self.decision.as_json()
+        if self.etag is not None:
+            answer["etag"] = self.etag
+        if self.document is not None:
+            answer["document"] = self.document
+        return {**answer, "replayed": True} if self.replayed else answer
+
+
+@dataclass(frozen=True)
+class Queue:
+    """The proposals a reviewer may see (each entry as
+    :func:`memnet.domain.proposal_queue.queue_items` lists it); ``more``: a namespace
+    held more documents than were read."""
+
+    proposals: tuple[Json, ...]
+    more: bool
+
+    def as_json(self) -> Json:
+        return {"proposals": list(self.proposals), "more": self.more}
