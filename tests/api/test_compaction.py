@@ -58,7 +58,7 @@ def test_trimmed_items_are_in_one_event_digest_pointing_back(services: Services)
     put(services, PROJECT, project(old))
     base = history(services, PROJECT)[0]["change_id"]
     status = compact(services)
-    event = services.events.get(_admin(), "t1", "u1", status["event_id"])
+    event = services.events.get(_admin(), "t1", "u1", status["event_id"]).as_json()
     assert event["service_id"] == COMPACTION_CALLER and event["source_type"] == "compaction"
     assert all(n["note"] in event["digest"] for n in old[:3])
     assert event["evidence"] == {
@@ -89,7 +89,7 @@ def test_a_digest_carries_the_removed_items_evidence(services: Services):
     old[1]["evidence"] = [proof, {"conversation_id": "conv-a", "message_ids": ["m2"]}]
     put(services, PROJECT, project(old))
     status = compact(services)
-    event = services.events.get(_admin(), "t1", "u1", status["event_id"])
+    event = services.events.get(_admin(), "t1", "u1", status["event_id"]).as_json()
     assert event["evidence"]["sources"] == [
         proof,
         {"conversation_id": "conv-a", "message_ids": ["m2"]},

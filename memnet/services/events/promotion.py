@@ -93,7 +93,7 @@ class Promotion:
             tenant_id, user_id, top_k=rules.max_events, source_types=rules.source_types, classes=()
         )
         events = [
-            record
+            record.as_json()
             for hit in self._index.search(query)
             if (record := load_event(self._blobs, tenant_id, user_id, hit.event_id)) is not None
         ]
