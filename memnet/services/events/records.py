@@ -6,7 +6,7 @@ compaction and promotion."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from memnet.domain.event_model import label
@@ -61,44 +61,24 @@ class EventRecord:
 
     @classmethod
     def from_json(cls, stored: Json) -> EventRecord:
-        return cls(
-            event_id=stored["event_id"],
-            tenant_id=stored["tenant_id"],
-            user_id=stored["user_id"],
-            service_id=stored["service_id"],
-            timestamp=stored["timestamp"],
-            source_type=stored["source_type"],
-            digest=stored["digest"],
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in stored.items() if k in known}
+        values.update(
             keywords=tuple(stored.get("keywords") or ()),
             project_ids=tuple(stored.get("project_ids") or ()),
-            snapshot_uri=stored.get("snapshot_uri"),
-            evidence=stored.get("evidence"),
-            importance=stored.get("importance"),
             sensitivity=EventClass.of(stored.get("sensitivity")),
-            recorded_by=stored.get("recorded_by"),
         )
+        return cls(**values)
 
     def as_json(self) -> Json:
-        found: Json = {
-            "event_id": self.event_id,
-            "tenant_id": self.tenant_id,
-            "user_id": self.user_id,
-            "service_id": self.service_id,
-            "timestamp": self.timestamp,
-            "source_type": self.source_type,
-            "digest": self.digest,
-            "keywords": list(self.keywords),
-            "project_ids": list(self.project_ids),
-            "snapshot_uri": self.snapshot_uri,
-            "evidence": self.evidence,
-        }
-        if self.importance is not None:
-            found["importance"] = self.importance
-        if self.sensitivity is not None:
-            found["sensitivity"] = self.sensitivity.as_json()
-        if self.recorded_by is not None:
-            found["recorded_by"] = self.recorded_by
-        return found
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        named = self.sensitivity
+        found.update(
+            keywords=list(self.keywords),
+            project_ids=list(self.project_ids),
+            sensitivity=None if named is None else named.as_json(),
+        )
+        return {k: v for k, v in found.items() if v is not None or k not in _UNSAID}
 
     @property
     def name(self) -> str:
@@ -126,6 +106,9 @@ class EventRecord:
             evidence=None if evidence is None else json.dumps(evidence, separators=(",", ":")),
             sensitivity=None if self.sensitivity is None else self.sensitivity.label,
         )
+
+
+_UNSAID = frozenset({"importance", "sensitivity", "recorded_by"})  # None: left out
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 Json = dict[str, Any]  # a proposal item or a document: JSON as written
-CLASS = "sensitivity"  # origin.review's record of the proposal's class (never answered)
+_UNSAID = frozenset({"note", "sensitivity"})  # None: left out
 
 
 @dataclass(frozen=True)
@@ -31,31 +31,17 @@ class Decision:
 
     @classmethod
     def from_json(cls, stored: Json) -> Decision:
-        return cls(
-            proposal_id=stored["proposal_id"],
-            status=stored["status"],
-            reviewed_by=stored["reviewed_by"],
-            proposed_by=stored.get("proposed_by"),
-            reviewed_at=stored["reviewed_at"],
-            note=stored.get("note"),
-            sensitivity=stored.get(CLASS),
-        )
-
-    def as_json(self) -> Json:
-        """The decision as answered (and as the audit record's evidence holds it)."""
-        shown: Json = {
-            "proposal_id": self.proposal_id,
-            "status": self.status,
-            "reviewed_by": self.reviewed_by,
-            "proposed_by": self.proposed_by,
-            "reviewed_at": self.reviewed_at,
-        }
-        return shown if self.note is None else {**shown, "note": self.note}
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in stored.items() if k in known})
 
     def recorded(self) -> Json:
         """The decision as ``origin.review`` stores it: with the proposal's class."""
-        shown = self.as_json()
-        return shown if self.sensitivity is None else {**shown, CLASS: self.sensitivity}
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: v for k, v in found.items() if v is not None or k not in _UNSAID}
+
+    def as_json(self) -> Json:
+        """The decision as answered (and as the audit record's evidence holds it)."""
+        return {k: v for k, v in self.recorded().items() if k != "sensitivity"}
 
 
 @dataclass(frozen=True)
