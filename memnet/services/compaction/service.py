@@ -54,7 +54,14 @@ from memnet.services.compaction.digest import (
     content_hash,
     digest_event,
 )
-from memnet.services.compaction.status import Json, Pass, Refreshed, Reshaped, Status, refused
+from memnet.services.compaction.status import (
+    Json,
+    Refreshed,
+    Reshaped,
+    Status,
+    TimerReport,
+    refused,
+)
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.idempotency import Response
 from memnet.services.documents.service import Committed, DocumentService
@@ -349,7 +356,7 @@ class CompactionService:
                 break
         return done
 
-    def run_timer(self) -> Pass:
+    def run_timer(self) -> TimerReport:
         """The timer: one bounded, resumable run over every document (the ``compaction``
         :class:`~memnet.services.governance.walker.Walker`)."""
         changed: list[str] = []
@@ -363,7 +370,7 @@ class CompactionService:
 
         walker = Walker(self._blobs, self._clock, JOB, page_size=self._page_size)
         report = walker.run(visit, self._max_seconds)
-        return Pass(report, tuple(changed))
+        return TimerReport(report, tuple(changed))
 
 
 @dataclass(frozen=True)

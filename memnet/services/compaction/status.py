@@ -1,7 +1,7 @@
 """What the compaction job answers (:mod:`memnet.services.compaction.service`): one
 document's :class:`Status` with what each step did (:class:`Reshaped`,
-:class:`Refreshed`), and a timer run's :class:`Pass`. Frozen values; :meth:`as_json` of
-each is the one form the command line, the queue worker's log and the tests read.
+:class:`Refreshed`), and a timer run's :class:`TimerReport`. Frozen values; the
+:meth:`as_json` of each is the one form the command line and the worker's log show.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def refused(why: str, **steps: Any) -> Status:
 
 
 @dataclass(frozen=True)
-class Pass:
+class TimerReport:
     """One timer run: the walk's report and the documents it changed (blob names)."""
 
     walk: WalkReport
