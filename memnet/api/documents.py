@@ -34,12 +34,8 @@ def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
 
 
 def _read_body(found: StoredDocument) -> bytes:
-    """``{"etag", "document"}``. A document stored by the service is its compact
-    serialisation, parsed already (so valid JSON): those bytes are the document part,
-    rather than serialising the parsed document again."""
-    if found.data.startswith(b'{"doc_id":'):
-        return b'{"etag":%s,"document":%s}' % (json.dumps(found.etag).encode(), found.data)
-    return ApiResponse.json(200, {"etag": found.etag, "document": found.document}).body
+    """``{"etag", "document"}``, the document part as :meth:`StoredDocument.json_bytes`."""
+    return b'{"etag":%s,"document":%s}' % (json.dumps(found.etag).encode(), found.json_bytes())
 
 
 def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:

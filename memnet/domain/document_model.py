@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memnet.domain.envelope import serialise
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import Op
 
@@ -17,6 +18,11 @@ class StoredDocument:
     etag: str
     document: dict[str, Any]
     data: bytes = b""  # the stored bytes ``document`` was parsed from, if known
+
+    def json_bytes(self) -> bytes:
+        """``document`` as JSON text: the bytes it was parsed from when known (parsed
+        already, so valid JSON; no need to serialise it again), else serialised."""
+        return self.data or serialise(self.document).encode()
 
 
 @dataclass(frozen=True)

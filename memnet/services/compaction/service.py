@@ -64,7 +64,8 @@ from memnet.services.compaction.status import (
 )
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.idempotency import Response
-from memnet.services.documents.service import Committed, DocumentService
+from memnet.services.documents.service import DocumentService
+from memnet.services.documents.write_path import Committed
 from memnet.services.events.records import event_name
 from memnet.services.events.service import EventService
 from memnet.services.governance.walker import Walker

@@ -1,17 +1,15 @@
 """The document capability (spec 10.1-10.3, 12, 14): read, patch, replace, history.
 
-Write order, so a crash between any two storage writes loses nothing: claim the
-idempotency key (naming the change id), write the audit record (create-only), write the
-document (If-Match / create-only, storing the change id), complete the key. See
-:mod:`memnet.services.documents.audit` for how records off the document's chain are treated.
+A write is decided here (governed: resolved, planned, applied, validated) and stored by
+:class:`memnet.services.documents.write_path.WritePath`, which holds the order of its
+storage writes (claim, audit, document, complete) and why a crash between any two
+loses nothing.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -19,12 +17,10 @@ from typing import Any
 from memnet.domain import sensitivity_answers as view_answers
 from memnet.domain import sensitivity_views as views
 from memnet.domain import upsert
-from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import serialise
 from memnet.domain.errors import Conflict, EtagMismatch, MemnetError, NotFound, Unprocessable
-from memnet.domain.expiry import expired
 from memnet.domain.governed import Governed
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import Op
@@ -33,22 +29,16 @@ from memnet.domain.policy import (
     change_violations,
     plan_ops,
 )
-from memnet.domain.profiles import Profile
 from memnet.domain.sensitivity import SensitivityRules
 from memnet.domain.timestamps import format_millis
 from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
-from memnet.ports import (
-    BlobStore,
-    Clock,
-    Condition,
-    PreconditionFailed,
-    StorageError,
-)
+from memnet.ports import BlobStore, Clock
 from memnet.services import telemetry
 from memnet.services.documents.audit import AuditLog, apply_change, ops_sha256
 from memnet.services.documents.chain import DocumentChain, write_response
-from memnet.services.documents.idempotency import IdempotencyStore, Replay, Response, Ticket
+from memnet.services.documents.idempotency import IdempotencyStore, Response, Ticket
 from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
+from memnet.services.documents.write_path import AfterCommit, Change, LostRace, WritePath
 from memnet.services.documents.write_records import (
     EXTENDS_EXPIRY,
     REVIEWER_ROLES,
@@ -77,11 +67,17 @@ class DocumentService:
         tombstones: Tombstones | None = None,
         after_commit: AfterCommit | None = None,
     ) -> None:
-        self._blobs, self._registry, self._audit = blobs, registry, audit
-        self._after_commit = after_commit  # e.g. queue a compaction; never fails the write
-        self._idempotency, self._clock = idempotency, clock
+        self._registry, self._idempotency, self._clock = registry, idempotency, clock
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._chain = DocumentChain(blobs, audit, clock)
+        self._path = WritePath(
+            blobs=blobs,
+            audit=audit,
+            idempotency=idempotency,
+            chain=self._chain,
+            clock=clock,
+            after_commit=after_commit,
+        )
         self._turns = [threading.Lock() for _ in range(64)]
 
     # -- reads ---------------------------------------------------------------------
@@ -151,9 +147,8 @@ class DocumentService:
         cmd = scoped_write(caller, cmd, governed.binding)
         ids = (governed.profile.profile_id, governed.binding.binding_id)
         try:
-            response = self._idempotent(
-                caller, cmd, lambda t: self._patch(caller, cmd, governed, t)
-            )
+            attempt = partial(self._patch, caller, cmd, governed)
+            response = self._path.run(caller.caller_id, cmd, attempt)
         except (EtagMismatch, Unprocessable, Conflict) as error:
             if outcome := _failed_outcome(error):
                 telemetry.patch_outcome(outcome, *ids)
@@ -168,58 +163,14 @@ class DocumentService:
         governed = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
         views.require_full(caller, governed.rules, "Replacing a document")
         cmd = scoped_write(caller, cmd, governed.binding, admin_replace=True)
-        response = self._idempotent(caller, cmd, lambda t: self._replace(caller, cmd, governed, t))
+        attempt = partial(self._replace, caller, cmd, governed)
+        response = self._path.run(caller.caller_id, cmd, attempt)
         return _viewed(response, caller, governed.rules)
 
     def _check_tombstone(self, ref: DocumentRef) -> None:
         """409 while the user is being (or was just) forgotten (spec 17)."""
         if self._tombstones is not None:
             self._tombstones.check(ref.tenant_id, ref.user_id)
-
-    def _idempotent(
-        self, caller: Caller, cmd: WriteCommand, execute: Callable[[Ticket], Response]
-    ) -> Response:
-        ref = cmd.ref
-        outcome = self._idempotency.begin(
-            ref.tenant_id,
-            ref.user_id,
-            caller.caller_id,
-            cmd.idempotency_key,
-            cmd.fingerprint,
-            lambda change_id: self.committed_response(ref, change_id),
-        )
-        if isinstance(outcome, Replay):
-            return self._unexpired({**outcome.response, "replayed": True})
-        try:
-            response = execute(outcome)
-        except OutcomeUnknown as unknown:
-            response = self._settle(ref, outcome, unknown)
-        except Exception:
-            self._idempotency.release(outcome)  # nothing reached the document
-            raise
-        self._idempotency.complete(outcome, response)
-        return self._unexpired(response)
-
-    def _unexpired(self, response: Response) -> Response:
-        """``response`` without its document if that has expired since: a repeated
-        request must not show what a GET no longer does."""
-        document = response.get("body", {}).get("document")
-        if isinstance(document, dict) and expired(document, self._clock.now()):
-            return {**response, "body": {**response["body"], "document": None}}
-        return response
-
-    def _settle(self, ref: DocumentRef, ticket: Ticket, unknown: OutcomeUnknown) -> Response:
-        """After a document write of unknown outcome: its response if it landed; if it
-        did not, release the key and report the error; if storage cannot tell yet, keep
-        the claim pending so that a retry settles it (or takes over after the lease)."""
-        try:
-            landed = self.committed_response(ref, ticket.change_id)
-        except StorageError:
-            raise unknown.error from unknown
-        if landed is None:
-            self._idempotency.release(ticket)
-            raise unknown.error from unknown
-        return landed
 
     def _patch(
         self, caller: Caller, cmd: WriteCommand, governed: Governed, ticket: Ticket
@@ -374,17 +325,9 @@ class DocumentService:
         raise_if_any(view_answers.shown_violations(found, (old, new), caller, rules))
         if not write:
             return write_response(record, None, document)
-        self._audit.write(ref, record)
-        try:
-            etag = self._write(ref, text, current, expired_etag)
-        except PreconditionFailed as exc:
-            return self._lost_race(ref, record, exc)
-        except StorageError as exc:
-            raise OutcomeUnknown(exc) from exc
-        self._committed(Committed(ref, profile, binding, before, document))
-        ratio = len(text) / binding.max_chars  # what the binding's limit counts
-        telemetry.size_utilisation(ratio, profile.profile_id, binding.binding_id)
-        return write_response(record, etag, document)
+        return self._path.store(
+            Change(ref, governed, current, expired_etag, record, document, text)
+        )
 
     def _stamped(
         self,
@@ -405,43 +348,6 @@ class DocumentService:
         record["ops_sha256"] = ops_sha256(record["ops"])
         return apply_change(before, record, binding.max_chars)
 
-    def _write(
-        self, ref: DocumentRef, text: str, current: StoredDocument | None, expired_etag: str | None
-    ) -> str:
-        """Write the document under its precondition: the version read, or create-only;
-        a create over an expired document replaces it under its ETag, or creates if the
-        sweep deleted it meanwhile."""
-        if current is not None:
-            return self._blobs.write(ref.blob_name, text.encode(), Condition.match(current.etag))
-        if expired_etag is not None:
-            try:
-                return self._blobs.write(
-                    ref.blob_name, text.encode(), Condition.match(expired_etag)
-                )
-            except PreconditionFailed:
-                pass  # deleted by the sweep (or replaced by another create: refused below)
-        return self._blobs.write(ref.blob_name, text.encode(), Condition.create_only())
-
-    def _committed(self, change: Committed) -> None:
-        """Tell the hook; its failure is logged, never the write's (it has landed)."""
-        if self._after_commit is None:
-            return
-        try:
-            self._after_commit(change)
-        except Exception:
-            log.warning("after-commit hook failed for %s", change.ref.blob_name, exc_info=True)
-
-    def _lost_race(self, ref: DocumentRef, record: dict[str, Any], exc: Exception) -> Response:
-        """A failed conditional write: usually another writer won; but when a response was
-        lost and the SDK retried, the first attempt may have landed our own change."""
-        landed = self.committed_response(ref, record["change_id"])
-        if landed is not None:
-            return landed
-        self._audit.discard(ref, record["change_id"])
-        latest = self.load(ref)
-        message = "Document changed concurrently; refetch and retry."
-        raise LostRace(message, latest_etag=latest.etag if latest else None) from exc
-
     def committed_response(self, ref: DocumentRef, change_id: str) -> Response | None:
         return self._chain.committed_response(ref, change_id)
 
@@ -459,34 +365,9 @@ class DocumentService:
 
 
 REBASE_ATTEMPTS = 8
-log = logging.getLogger("memnet.services.documents.service")
 
 
-@dataclass(frozen=True)
-class Committed:
-    """A write that landed: the document before (None: created) and after."""
-
-    ref: DocumentRef
-    profile: Profile
-    binding: Binding
-    before: dict[str, Any] | None
-    after: dict[str, Any]
-
-
-AfterCommit = Callable[[Committed], None]
 TURN_WAIT_SECONDS = 2.0
-
-
-class LostRace(EtagMismatch):
-    """Another writer changed the document between our read and our write."""
-
-
-class OutcomeUnknown(Exception):
-    """The document write failed in a way that may or may not have applied it."""
-
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 def _viewed(
