@@ -21,6 +21,7 @@ from memnet.domain.layout import DocumentRef
 from memnet.domain.profiles import Profile
 from memnet.domain.timestamps import format_millis
 from memnet.services.documents.audit import change_time
+from memnet.services.records import Json
 
 COMPACTION_CALLER = "memnet-compaction"
 JOB = "compaction"
@@ -28,7 +29,6 @@ DIGEST_BUDGET = 3600  # chars of item text in one digest (an event digest holds 
 MAX_SOURCES = 50
 EVIDENCE_BUDGET = 4000  # chars of JSON (an event's evidence holds 4096)
 _IDENTITY = ("conversation_id", "snapshot_uri")
-Json = dict[str, Any]  # an item's own evidence object: whatever JSON its writer gave
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,6 @@ from memnet.services.compaction.digest import (
     digest_event,
 )
 from memnet.services.compaction.status import (
-    Json,
     Refreshed,
     Reshaped,
     Status,
@@ -70,7 +69,7 @@ from memnet.services.events.records import event_name
 from memnet.services.events.service import EventService
 from memnet.services.governance.walker import Walker
 from memnet.services.profiles.registry import ProfileRegistry
-from memnet.services.records import retrying_from
+from memnet.services.records import Json, retrying_from
 
 COMPACT_QUEUE = "memnet-compact"
 T = TypeVar("T")

@@ -13,8 +13,7 @@ from memnet.domain.compaction import Removed
 from memnet.domain.freshness import Downgrade
 from memnet.services.compaction.digest import JOB
 from memnet.services.governance.walker import WalkReport
-
-Json = dict[str, Any]  # a patch op: JSON as the document write takes it
+from memnet.services.records import Json
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
 
 from memnet.domain.event_model import label
 from memnet.domain.layout import user_prefix
 from memnet.ports import BlobNotFound, BlobStore, IndexedEvent
-
-Json = dict[str, Any]  # an event's evidence: JSON as its writer gave it
+from memnet.services.records import Json
 
 
 @dataclass(frozen=True)

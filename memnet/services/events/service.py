@@ -37,9 +37,9 @@ from memnet.ports import (
 from memnet.services import telemetry
 from memnet.services.documents.idempotency import IdempotencyStore, Replay, Response, Ticket
 from memnet.services.events.classes import EventClasses
-from memnet.services.events.records import EventClass, EventRecord, IndexReport, Json, load_event
+from memnet.services.events.records import EventClass, EventRecord, IndexReport, load_event
 from memnet.services.forget.tombstones import Tombstones
-from memnet.services.records import dump
+from memnet.services.records import Json, dump
 from memnet.services.search.embedder_probe import EmbedderProbe
 from memnet.services.search.fusion import fuse
 from memnet.services.search.index import INDEX_QUEUE, IndexJobs

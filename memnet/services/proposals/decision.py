@@ -8,9 +8,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
 
-Json = dict[str, Any]  # a proposal item or a document: JSON as written
+from memnet.services.records import Json
+
 _UNSAID = frozenset({"note", "sensitivity"})  # None: left out
 
 

@@ -47,8 +47,8 @@ from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.listing import DocumentListing, NamespaceRef
 from memnet.services.documents.service import DocumentService
 from memnet.services.profiles.registry import ProfileRegistry
-from memnet.services.proposals.decision import Decision, Json, Queue, Reviewed
-from memnet.services.records import retrying
+from memnet.services.proposals.decision import Decision, Queue, Reviewed
+from memnet.services.records import Json, retrying
 
 DECISIONS = {"approve": "approved", "edit": "edited", "reject": "rejected"}
 REVIEW_ROLES = ("review", "admin")
