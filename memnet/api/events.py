@@ -33,7 +33,8 @@ def write_event(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
 def get_event(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     tenant_id, user_id = _scope(request)
     event_id = parsing.path_id(request, "event_id")
-    return ApiResponse.json(200, ctx.services.events.get(ctx.caller, tenant_id, user_id, event_id))
+    event = ctx.services.events.get(ctx.caller, tenant_id, user_id, event_id)
+    return ApiResponse.json(200, event.as_json())
 
 
 @endpoint(write=False)
@@ -46,7 +47,7 @@ def search_events(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     ranking = _ranking(registry, ctx.caller, body)
     weight = _dense_weight(registry, ctx.caller, body)
     found = ctx.services.events.search(ctx.caller, query, half_life, ranking, weight)
-    return ApiResponse.json(200, found)
+    return ApiResponse.json(200, found.as_json())
 
 
 def _ranking(registry: ProfileRegistry, caller: Caller, body: SearchBody) -> Ranking | None:

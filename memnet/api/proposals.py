@@ -19,7 +19,7 @@ def list_proposals(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     tenant_id, user_id = parsing.path_id(request, "tenant_id"), parsing.path_id(request, "user_id")
     profile_id = parsing.optional_str(request.query, "profile_id")
     queue = ctx.services.proposals.pending(ctx.caller, tenant_id, user_id, profile_id)
-    return ApiResponse.json(200, queue)
+    return ApiResponse.json(200, queue.as_json())
 
 
 @endpoint()
@@ -42,8 +42,8 @@ def review_proposal(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
         )
     review = Review(proposal_id, decision, body.candidate, body.note)
     answer = ctx.services.proposals.review(ctx.caller, tenant_id, user_id, profile_id, review)
-    headers = {"Idempotent-Replayed": "true"} if answer.get("replayed") else {}
-    return ApiResponse.json(200, answer, headers)
+    headers = {"Idempotent-Replayed": "true"} if answer.replayed else {}
+    return ApiResponse.json(200, answer.as_json(), headers)
 
 
 def _body(request: ApiRequest, limit: int) -> ReviewBody:

@@ -69,7 +69,7 @@ def handle_retention_sweep(services: Services) -> dict[str, Any]:
 def handle_compaction_job(services: Services, body: str) -> dict[str, Any]:
     """One ``memnet-compact`` message: freshness and compaction of one document
     (:meth:`memnet.services.compaction.service.CompactionService.handle_job`)."""
-    status = services.compaction.handle_job(body)
+    status = services.compaction.handle_job(body).as_json()
     logger.info("compaction: %s", json.dumps(status, sort_keys=True))
     return status
 
@@ -77,6 +77,6 @@ def handle_compaction_job(services: Services, body: str) -> dict[str, Any]:
 def handle_compaction_timer(services: Services) -> dict[str, Any]:
     """The compaction timer: one bounded, resumable scan over every document
     (:meth:`memnet.services.compaction.service.CompactionService.run_timer`)."""
-    report = services.compaction.run_timer()
+    report = services.compaction.run_timer().as_json()
     logger.info("compaction scan: %s", json.dumps(report, sort_keys=True))
     return report

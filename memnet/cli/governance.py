@@ -146,17 +146,17 @@ def _compact(services: Services, args: argparse.Namespace) -> tuple[dict[str, An
                 doing = f"compacting; {len(changed)} documents changed so far"
                 progress.show(visited, doing, step="compacting")
                 report = compaction.run_timer()
-                visited += report["visited"]
-                changed += report["changed"]
-                if report["yielded"]:
+                visited += report.walk.visited
+                changed += report.changed
+                if report.walk.yielded:
                     return {"changed": changed, "yielded": True}, 1
-                if report["pass_complete"]:
+                if report.walk.pass_complete:
                     return {"changed": changed, "pass_complete": True}, 0
     parts = (args.document or "").strip("/").split("/", 3)
     if len(parts) != 4:
         print("name a document as TENANT/USER/NAMESPACE/PATH, or use --all", file=sys.stderr)
         return {"error": "no document"}, 2
-    return compaction.compact(*parts, dry_run=args.dry_run), 0
+    return compaction.compact(*parts, dry_run=args.dry_run).as_json(), 0
 
 
 def _forget(services: Services, args: argparse.Namespace) -> tuple[dict[str, Any], int]:

@@ -97,21 +97,9 @@ def _checked(
     }
 
 
-def class_label(record: dict[str, Any]) -> str | None:
-    """An event's class as the search index holds and filters it, ``profile_id:class``
-    (both identifiers: neither holds a colon); None for an event without one."""
-    found = record.get("sensitivity")
-    return None if found is None else label(found["profile_id"], found["class"])
-
-
-def shown(record: dict[str, Any], classes: tuple[str, ...] | None) -> bool:
-    """Whether an asker that may see ``classes`` (None: every class) may see ``record``."""
-    named = class_label(record)
-    return named is None or classes is None or named in classes
-
-
 def label(profile_id: str, name: str) -> str:
-    """The label of class ``name`` of profile ``profile_id``."""
+    """The label of class ``name`` of profile ``profile_id``, as the search index holds
+    and filters it (both identifiers: neither holds a colon)."""
     return f"{profile_id}:{name}"
 
 

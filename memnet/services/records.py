@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from memnet.ports import BlobNotFound, BlobStore, Condition, PreconditionFailed
 
+S = TypeVar("S")
 T = TypeVar("T")
 Json = dict[str, Any]
 
@@ -37,6 +38,25 @@ def retrying(
         except on:
             continue
     return attempt()
+
+
+def retrying_from(
+    value: S,
+    attempt: Callable[[S], T],
+    read_again: Callable[[S], S],
+    *,
+    on: type[Exception] | tuple[type[Exception], ...] = PreconditionFailed,
+    attempts: int = ATTEMPTS,
+) -> T:
+    """:func:`retrying` for an attempt that starts from a value already read:
+    ``attempt(value)``, and after each race it loses, ``attempt`` of ``read_again``
+    of the value it lost with."""
+    for _ in range(attempts - 1):
+        try:
+            return attempt(value)
+        except on:
+            value = read_again(value)
+    return attempt(value)
 
 
 def dump(value: Any) -> bytes:

@@ -27,7 +27,9 @@ from tests.api.compacting import (
 
 
 def compact(services: Services, ref=PROJECT, **kw):  # type: ignore[no-untyped-def]
-    return services.compaction.compact(ref.tenant_id, ref.user_id, ref.namespace, ref.path, **kw)
+    return services.compaction.compact(
+        ref.tenant_id, ref.user_id, ref.namespace, ref.path, **kw
+    ).as_json()
 
 
 def test_a_document_over_its_targets_is_compacted_in_one_audited_change(services: Services):
@@ -56,7 +58,7 @@ def test_trimmed_items_are_in_one_event_digest_pointing_back(services: Services)
     put(services, PROJECT, project(old))
     base = history(services, PROJECT)[0]["change_id"]
     status = compact(services)
-    event = services.events.get(_admin(), "t1", "u1", status["event_id"])
+    event = services.events.get(_admin(), "t1", "u1", status["event_id"]).as_json()
     assert event["service_id"] == COMPACTION_CALLER and event["source_type"] == "compaction"
     assert all(n["note"] in event["digest"] for n in old[:3])
     assert event["evidence"] == {
@@ -87,7 +89,7 @@ def test_a_digest_carries_the_removed_items_evidence(services: Services):
     old[1]["evidence"] = [proof, {"conversation_id": "conv-a", "message_ids": ["m2"]}]
     put(services, PROJECT, project(old))
     status = compact(services)
-    event = services.events.get(_admin(), "t1", "u1", status["event_id"])
+    event = services.events.get(_admin(), "t1", "u1", status["event_id"]).as_json()
     assert event["evidence"]["sources"] == [
         proof,
         {"conversation_id": "conv-a", "message_ids": ["m2"]},
@@ -121,7 +123,7 @@ def test_a_digest_of_many_sources_stays_a_valid_event(services: Services):
         for i in range(80)
     ]
     base = "chg_019ab0000000" + "0" * 20
-    event = digest_event(Target(PROJECT, profile, found[0]), base, moved)
+    event = digest_event(Target(PROJECT, profile, found[0]), base, moved).as_json()
     evidence = event["evidence"]
     assert evidence["sources_count"] == 80 and evidence["removed_count"] == 80
     assert 0 < len(evidence["sources"]) <= 50
@@ -206,7 +208,7 @@ def test_a_write_that_crosses_the_targets_queues_a_compaction(services: Services
 def test_the_timer_compacts_every_document_over_its_targets(services: Services):
     put(services, PROJECT, project(notes(31)))
     put(services, DYNAMIC, _dynamic([]))
-    report = services.compaction.run_timer()
+    report = services.compaction.run_timer().as_json()
     assert report["pass_complete"] and report["changed"] == [
         "tenants/t1/users/u1/documents/projects/apollo.json"
     ]
@@ -243,7 +245,9 @@ def test_compact_names_visits_documents_only(services: Services):
         "tenants/t1/users/u1/documents/projects/apollo.json",
         "tenants/t1/users/u1/documents/projects/missing.json",
     ]
-    statuses = services.compaction.compact_names(names, time.monotonic() + 60)
+    statuses = [
+        s.as_json() for s in services.compaction.compact_names(names, time.monotonic() + 60)
+    ]
     assert [(s["name"].rsplit("/", 1)[1], s["changed"]) for s in statuses] == [
         ("apollo.json", True),
         ("missing.json", False),

@@ -24,7 +24,7 @@ def dynamic(facts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(services: Services) -> dict[str, Any]:
-    return services.compaction.compact("t1", "u1", "user", "user_dynamic.json")
+    return services.compaction.compact("t1", "u1", "user", "user_dynamic.json").as_json()
 
 
 def test_stale_facts_are_downgraded_to_pending_in_one_audited_change(services: Services):

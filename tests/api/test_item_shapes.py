@@ -134,11 +134,11 @@ def test_an_old_document_refuses_writes_until_compaction_reshapes_it_once(
     ]
 
     jobs = services.compaction
-    dry = jobs.compact("t1", "u1", "user", "user_dynamic.json", dry_run=True)
+    dry = jobs.compact("t1", "u1", "user", "user_dynamic.json", dry_run=True).as_json()
     assert dry["reshaped"]["paths"] == ["/content/preferences"] and not dry["reshaped"]["changed"]
     assert agent.request("GET", doc_url()).data == before
 
-    status = jobs.compact("t1", "u1", "user", "user_dynamic.json")
+    status = jobs.compact("t1", "u1", "user", "user_dynamic.json").as_json()
     assert status["reshaped"] == {"changed": True, "paths": ["/content/preferences"]}
     assert status["freshness"]["changed"]  # the stale fact's downgrade, refused before the reshape
     after = content(agent)
@@ -152,9 +152,9 @@ def test_an_old_document_refuses_writes_until_compaction_reshapes_it_once(
 
     latest = agent.request("GET", doc_url()).data["etag"]
     assert patch(agent, latest, add, "k2").status == 200
-    again = jobs.compact("t1", "u1", "user", "user_dynamic.json")
+    again = jobs.compact("t1", "u1", "user", "user_dynamic.json").as_json()
     assert again["reshaped"] == {"changed": False, "paths": []}
 
-    project = jobs.compact("t1", "u1", "projects", "apollo.json")
+    project = jobs.compact("t1", "u1", "projects", "apollo.json").as_json()
     assert project["reshaped"]["changed"]
     assert content(agent, PROJECT)["recent_notes"] == [{"note": "Chose Postgres."}]

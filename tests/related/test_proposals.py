@@ -283,10 +283,10 @@ def test_the_compaction_job_removes_expired_proposals(a2p: ApiClient, related: W
     propose(a2p, memory(1), "p1")
     propose(a2p, memory(2), "p2", a2p.request("GET", MEMORIES).headers["etag"])
     assert len(queue(a2p)) == 2
-    early = related.services.compaction.compact("t1", "u1", "a2p", "memories.json")
+    early = related.services.compaction.compact("t1", "u1", "a2p", "memories.json").as_json()
     assert not early.get("changed") and len(queue(a2p)) == 2  # not expired yet
     related.clock.advance(WEEK)
-    status = related.services.compaction.compact("t1", "u1", "a2p", "memories.json")
+    status = related.services.compaction.compact("t1", "u1", "a2p", "memories.json").as_json()
     assert status["changed"] is True and "proposal_expired" in status["reason_codes"], status
     assert queue(a2p) == [] and content(a2p)["memories"]["a2p:semantic"] == []
     (change, *_) = a2p.as_key(A2P_USER_KEY).request("GET", MEMORIES + ":history").data["changes"]

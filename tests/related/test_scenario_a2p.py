@@ -137,7 +137,7 @@ def test_compaction_consolidates_duplicate_memories_with_their_provenance(
         propose(agent, "semantic", memory(f"mem_{n}", text, "a2p:professional.preferences"))
     for proposal_id in by_content(user).values():
         user.review_proposal(proposal_id, "approve")
-    status = related.services.compaction.compact("t1", "alice", "a2p", "memories.json")
+    status = related.services.compaction.compact("t1", "alice", "a2p", "memories.json").as_json()
     assert status["within_targets"] is True, status
     (kept,) = user.get_document("a2p", "memories.json").content["memories"]["a2p:semantic"]
     assert kept["consolidatedFrom"] in (["mem_1"], ["mem_2"])

@@ -33,8 +33,8 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from memnet.domain import compaction, freshness, proposals
 from memnet.domain import sensitivity_views as views
@@ -54,14 +54,22 @@ from memnet.services.compaction.digest import (
     content_hash,
     digest_event,
 )
+from memnet.services.compaction.status import (
+    Refreshed,
+    Reshaped,
+    Status,
+    TimerReport,
+    refused,
+)
 from memnet.services.documents.audit import AuditLog
+from memnet.services.documents.idempotency import Response
 from memnet.services.documents.service import DocumentService
 from memnet.services.documents.write_path import Committed
 from memnet.services.events.records import event_name
 from memnet.services.events.service import EventService
 from memnet.services.governance.walker import Walker
 from memnet.services.profiles.registry import ProfileRegistry
-from memnet.services.records import retrying
+from memnet.services.records import Json, retrying_from
 
 COMPACT_QUEUE = "memnet-compact"
 T = TypeVar("T")
@@ -105,7 +113,7 @@ class CompactionService:
 
     def compact(
         self, tenant_id: str, user_id: str, namespace: str, path: str, *, dry_run: bool = False
-    ) -> dict[str, Any]:
+    ) -> Status:
         """Freshness, then compaction, of one document; the status says what changed and
         whether the document is within its targets (and if not, why)."""
         ref = DocumentRef(tenant_id, user_id, namespace, path)
@@ -113,21 +121,20 @@ class CompactionService:
         target = self._target(ref, stored)
         if stored is None or target is None:
             why = "no such document" if stored is None else "no profile governs it"
-            return _status(within_targets=False, why_not=[why])
+            return refused(why)
         stored, shapes = self._reshape(target, stored, dry_run)
         fresh = self._freshness(target, stored, dry_run)
-        steps = {"reshaped": shapes, "freshness": fresh}
-        if fresh["changed"] or fresh.get("yielded"):
+        if fresh.changed or fresh.yielded:
             stored = self._documents.load(ref) or stored  # else the one read serves
         try:
             applied = self._racing(target, stored, lambda now: self._compact(target, now, dry_run))
         except EtagMismatch:
             log.info("compaction of %s lost the race %d times", ref.blob_name, ATTEMPTS)
             why = f"lost the race to live writers {ATTEMPTS} times; the next run tries again"
-            return _status(within_targets=False, why_not=[why], yielded=True, **steps)
-        return {**applied, **steps}
+            return refused(why, yielded=True, reshaped=shapes, freshness=fresh)
+        return replace(applied, reshaped=shapes, freshness=fresh)
 
-    def _compact(self, target: Target, stored: StoredDocument, dry_run: bool) -> dict[str, Any]:
+    def _compact(self, target: Target, stored: StoredDocument, dry_run: bool) -> Status:
         return self._apply(target, stored, self._plan(target, stored), dry_run)
 
     def _racing(
@@ -135,16 +142,11 @@ class CompactionService:
     ) -> T:
         """``attempt`` on the document, read again after each write it loses to a live
         writer (``EtagMismatch``), at most :data:`ATTEMPTS` times."""
-        latest = [stored]
 
-        def once() -> T:
-            try:
-                return attempt(latest[0])
-            except EtagMismatch:
-                latest[0] = self._documents.load(target.ref) or latest[0]
-                raise
+        def again(lost: StoredDocument) -> StoredDocument:
+            return self._documents.load(target.ref) or lost
 
-        return retrying(once, on=EtagMismatch, attempts=ATTEMPTS)
+        return retrying_from(stored, attempt, again, on=EtagMismatch, attempts=ATTEMPTS)
 
     def _target(self, ref: DocumentRef, stored: StoredDocument | None) -> Target | None:
         head = stored.document.get("change_id") if stored else None
@@ -187,19 +189,17 @@ class CompactionService:
             why_not=planned.why_not,
         )
 
-    def _apply(
-        self, target: Target, stored: StoredDocument, plan: Plan, dry_run: bool
-    ) -> dict[str, Any]:
+    def _apply(self, target: Target, stored: StoredDocument, plan: Plan, dry_run: bool) -> Status:
         base = stored.document["change_id"]
-        status = _status(
+        status = Status(
             within_targets=plan.within_targets,
-            why_not=plan.why_not,
-            reason_codes=plan.reason_codes,
-            removed=[{"path": r.path, "reason": r.reason} for r in plan.removed],
+            why_not=tuple(plan.why_not),
+            reason_codes=tuple(plan.reason_codes),
+            removed=tuple(plan.removed),
             base_change_id=base,
         )
         if not plan.ops or dry_run:
-            return {**status, "dry_run": dry_run, "ops": plan.ops if dry_run else []}
+            return replace(status, dry_run=dry_run, ops=tuple(plan.ops) if dry_run else ())
         moved = compaction.moved(plan)
         event_id = self._write_digest(target, base, moved) if moved else None
         try:
@@ -208,10 +208,9 @@ class CompactionService:
             if event_id is not None:
                 self._discard_event(target.ref, event_id)
             raise
-        changed = _change_id(response)
-        return {**status, "changed": True, "change_id": changed, "event_id": event_id}
+        return replace(status, changed=True, change_id=_change_id(response), event_id=event_id)
 
-    def _patch(self, target: Target, stored: StoredDocument, plan: Plan) -> dict[str, Any]:
+    def _patch(self, target: Target, stored: StoredDocument, plan: Plan) -> Response:
         step = _Step(JOB, COMPACTION_CALLER, "compaction", plan.reason_codes)
         return self._job_write(target, stored, step, plan.ops, content_hash(plan.ops))
 
@@ -220,9 +219,9 @@ class CompactionService:
         target: Target,
         stored: StoredDocument,
         step: _Step,
-        ops: list[dict[str, Any]],
+        ops: list[Json],
         fingerprint: str,
-    ) -> dict[str, Any]:
+    ) -> Response:
         """One step's audited patch of the version it was planned from (If-Match), keyed
         by that version's change id so that a rerun writes it once."""
         base = stored.document["change_id"]
@@ -246,46 +245,44 @@ class CompactionService:
 
     def _reshape(
         self, target: Target, stored: StoredDocument, dry_run: bool
-    ) -> tuple[StoredDocument, dict[str, Any]]:
+    ) -> tuple[StoredDocument, Reshaped]:
         """Sections with ``string_items_as`` rewritten to their one item shape, as the
         first change (of its own): while a document holds an older shape its schema
         refuses every write to it, the other steps' too. The document after, and what
         was done."""
         rules = target.profile.compaction.get(target.binding.binding_id)
 
-        def attempt(stored: StoredDocument) -> tuple[StoredDocument, dict[str, Any]]:
+        def attempt(stored: StoredDocument) -> tuple[StoredDocument, Reshaped]:
             ops = compaction.reshape_ops(stored.document["content"], rules) if rules else []
-            paths = [op["path"] for op in ops]
+            paths = tuple(op["path"] for op in ops)
             if not ops or dry_run:
-                return stored, {"changed": False, "paths": paths, **({"ops": ops} if ops else {})}
+                return stored, Reshaped(paths=paths, ops=tuple(ops))
             self._job_write(target, stored, _RESHAPE, ops, content_hash(ops))
-            return self._documents.load(target.ref) or stored, {"changed": True, "paths": paths}
+            return self._documents.load(target.ref) or stored, Reshaped(True, paths)
 
         try:
             return self._racing(target, stored, attempt)
         except EtagMismatch:
-            latest = self._documents.load(target.ref) or stored
-            return latest, {"changed": False, "paths": [], "yielded": True}
+            return self._documents.load(target.ref) or stored, Reshaped(yielded=True)
 
     # -- freshness -------------------------------------------------------------------
 
-    def _freshness(self, target: Target, stored: StoredDocument, dry_run: bool) -> dict[str, Any]:
+    def _freshness(self, target: Target, stored: StoredDocument, dry_run: bool) -> Refreshed:
         """Downgrade the stale facts as one audited change (its own caller and reason)."""
 
-        def attempt(stored: StoredDocument) -> dict[str, Any]:
+        def attempt(stored: StoredDocument) -> Refreshed:
             planned = self._downgrade(target, stored)
             if planned is None or not planned.ops:
-                return {"changed": False, "downgraded": []}
-            found = {"downgraded": planned.paths, "why": planned.why}
+                return Refreshed()
             if dry_run:
-                return {"changed": False, **found, "ops": planned.ops}
+                return Refreshed(planned=planned, dry_run=True)
             response = self._patch_freshness(target, stored, planned)
-            return {"changed": True, "change_id": _change_id(response), **found}
+            return Refreshed(True, _change_id(response), planned)
 
         try:
             return self._racing(target, stored, attempt)
         except EtagMismatch:
-            return {"changed": False, "downgraded": [], "yielded": True}
+            return Refreshed(yielded=True)
 
     def _downgrade(self, target: Target, stored: StoredDocument) -> freshness.Downgrade | None:
         rules, binding = target.profile.freshness, target.binding
@@ -301,7 +298,7 @@ class CompactionService:
 
     def _patch_freshness(
         self, target: Target, stored: StoredDocument, planned: freshness.Downgrade
-    ) -> dict[str, Any]:
+    ) -> Response:
         base = stored.document["change_id"]
         codes = sorted(set(planned.why.values()))
         step = _Step("freshness", freshness.FRESHNESS_CALLER, "freshness_downgrade", codes)
@@ -313,13 +310,13 @@ class CompactionService:
     # -- the event digest --------------------------------------------------------------
 
     def _write_digest(self, target: Target, base: str, moved: list[compaction.Removed]) -> str:
-        body = digest_event(target, base, moved)
-        caller = job_caller(COMPACTION_CALLER, target.ref.tenant_id)
-        ref = target.ref
+        event = digest_event(target, base, moved)
+        body, ref = event.as_json(), target.ref
+        caller = job_caller(COMPACTION_CALLER, ref.tenant_id)
         self._events.write(
-            caller, ref.tenant_id, ref.user_id, body, body["event_id"], content_hash(body)
+            caller, ref.tenant_id, ref.user_id, body, event.event_id, content_hash(body)
         )
-        return str(body["event_id"])
+        return event.event_id
 
     def _discard_event(self, ref: DocumentRef, event_id: str) -> None:
         """Best effort: the digest of a plan whose patch lost its race is unused."""
@@ -331,13 +328,13 @@ class CompactionService:
 
     # -- triggers ----------------------------------------------------------------------
 
-    def handle_job(self, body: str) -> dict[str, Any]:
+    def handle_job(self, body: str) -> Status:
         """One ``memnet-compact`` message: ``{tenant_id, user_id, namespace, path}``."""
         message = json.loads(body)
         keys = ("tenant_id", "user_id", "namespace", "path")
         return self._compact_safely(*(str(message[k]) for k in keys))
 
-    def _compact_safely(self, *ref: str) -> dict[str, Any]:
+    def _compact_safely(self, *ref: str) -> Status:
         """:meth:`compact`, with a refusal (the user being forgotten: 409; a plan the
         schema refuses: 422) reported in the status instead of failing the whole run:
         retrying would be refused the same way."""
@@ -345,21 +342,21 @@ class CompactionService:
             return self.compact(*ref)
         except MemnetError as error:
             log.warning("compaction of %s refused: %s", "/".join(ref), error)
-            return _status(within_targets=False, why_not=[f"refused: {error.code}"])
+            return refused(f"refused: {error.code}")
 
-    def compact_names(self, names: Iterable[str], deadline: float) -> list[dict[str, Any]]:
+    def compact_names(self, names: Iterable[str], deadline: float) -> list[Status]:
         """Compact each document blob named (others are skipped) until ``deadline``
         (``time.monotonic()``)."""
         done = []
         for name in names:
             ref = _document_ref(name)
             if ref is not None:
-                done.append({"name": name, **self._compact_safely(*ref)})
+                done.append(replace(self._compact_safely(*ref), name=name))
             if time.monotonic() >= deadline:
                 break
         return done
 
-    def run_timer(self) -> dict[str, Any]:
+    def run_timer(self) -> TimerReport:
         """The timer: one bounded, resumable run over every document (the ``compaction``
         :class:`~memnet.services.governance.walker.Walker`)."""
         changed: list[str] = []
@@ -369,11 +366,11 @@ class CompactionService:
             # page, so documents cut off here would wait a whole pass. The walker stops
             # between pages at the time bound; one page overruns it at most.
             statuses = self.compact_names((b.name for b in page), float("inf"))
-            changed.extend(s["name"] for s in statuses if s.get("changed"))
+            changed.extend(s.name for s in statuses if s.changed and s.name)
 
         walker = Walker(self._blobs, self._clock, JOB, page_size=self._page_size)
         report = walker.run(visit, self._max_seconds)
-        return {"job": JOB, **report.as_json(), "changed": changed}
+        return TimerReport(report, tuple(changed))
 
 
 @dataclass(frozen=True)
@@ -411,7 +408,7 @@ class CompactionTrigger:
 _JOB_CALLERS = frozenset({COMPACTION_CALLER, freshness.FRESHNESS_CALLER})
 
 
-def _over(rules: compaction.CompactionRules, document: dict[str, Any] | None) -> bool:
+def _over(rules: compaction.CompactionRules, document: Json | None) -> bool:
     if document is None:
         return False
     content = document.get("content", {})
@@ -436,18 +433,6 @@ def _document_ref(name: str) -> tuple[str, str, str, str] | None:
     return parts[1], parts[3], parts[5], "/".join(parts[6:])
 
 
-def _change_id(response: dict[str, Any]) -> str | None:
+def _change_id(response: Response) -> str | None:
     document = response["body"].get("document") or {}
     return document.get("change_id")
-
-
-def _status(**fields: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {
-        "changed": False,
-        "change_id": None,
-        "reason_codes": [],
-        "within_targets": True,
-        "why_not": [],
-        "event_id": None,
-    }
-    return {**base, **fields}

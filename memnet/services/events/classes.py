@@ -14,13 +14,12 @@ above every caller but the service's own jobs (fail closed).
 
 from __future__ import annotations
 
-from typing import Any
-
 from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.errors import BadRequest, Forbidden
-from memnet.domain.event_model import label, shown
+from memnet.domain.event_model import label
 from memnet.domain.profiles import Profile
+from memnet.services.events.records import EventClass, EventRecord
 from memnet.services.profiles.registry import ProfileRegistry
 
 
@@ -33,7 +32,7 @@ class EventClasses:
         self._classed = [p for p in profiles if p is not None and p.sensitivity("") is not None]
 
     def visible(self, caller: Caller) -> tuple[str, ...] | None:
-        """The class labels (:func:`~memnet.domain.event_model.class_label`) of events
+        """The class labels (:attr:`~memnet.services.events.records.EventClass.label`) of events
         ``caller`` may see beside unclassified ones; None: every event (the service's
         jobs, or no profile has classes, so no event can have been given one)."""
         if not self._classed or caller.clearance == FULL_CLEARANCE:
@@ -47,34 +46,31 @@ class EventClasses:
                 labels += [label(profile.profile_id, c) for c in rules.classes[1 : level + 1]]
         return tuple(sorted(labels))
 
-    def sees(self, caller: Caller, record: dict[str, Any]) -> bool:
+    def sees(self, caller: Caller, record: EventRecord) -> bool:
         """Whether ``caller`` may see the event ``record``."""
-        return shown(record, self.visible(caller))
+        return record.shown(self.visible(caller))
 
-    def checked(self, caller: Caller, record: dict[str, Any]) -> dict[str, Any]:
-        """``record`` with its class checked: a class of a profile the writer may use
-        (403/404 as for any use of a profile), one the profile lists (400), the writer
-        cleared for it (403 ``CLEARANCE_EXCEEDED``: it could not read its own event);
-        the lowest class is stored as none (it hides nothing)."""
-        named = record.get("sensitivity")
+    def checked(self, caller: Caller, named: EventClass | None) -> EventClass | None:
+        """The class a writer gave its event, checked: a class of a profile the writer
+        may use (403/404 as for any use of a profile), one the profile lists (400), the
+        writer cleared for it (403 ``CLEARANCE_EXCEEDED``: it could not read its own
+        event); the lowest class is stored as none (it hides nothing)."""
         if named is None:
-            return record
-        profile = self._registry.for_caller(caller, named["profile_id"])
+            return None
+        profile = self._registry.for_caller(caller, named.profile_id)
         rules = profile.sensitivity("")
-        if rules is None or named["class"] not in rules.classes:
+        if rules is None or named.name not in rules.classes:
             raise BadRequest(
                 "sensitivity.class must be one of the profile's sensitivity classes.",
                 code="INVALID_FIELD",
                 field="sensitivity",
             )
-        rank = rules.classes.index(named["class"])
+        rank = rules.classes.index(named.name)
         if rank > views.clearance(caller, rules):
             raise Forbidden(
                 "The event's class is above the caller's clearance.", code="CLEARANCE_EXCEEDED"
             )
-        if rank == 0:
-            return {k: v for k, v in record.items() if k != "sensitivity"}
-        return record
+        return named if rank else None
 
 
 def replay_class(profile: Profile, clearance: str | None) -> dict[str, str] | None:

@@ -30,6 +30,7 @@ from memnet.domain.pointers import Segments
 from memnet.domain.profiles import Profile
 from memnet.domain.promotion import known_ids, patterns
 from memnet.ports import BlobStore, Clock, EventQuery, SearchIndex
+from memnet.services.documents.idempotency import Response
 from memnet.services.documents.service import DocumentService
 from memnet.services.events.records import load_event
 from memnet.services.profiles.registry import ProfileRegistry
@@ -78,7 +79,7 @@ class Promotion:
             except Exception:
                 log.warning("promotion for %s failed", profile.profile_id, exc_info=True)
 
-    def promote(self, profile: Profile, tenant_id: str, user_id: str) -> dict[str, Any] | None:
+    def promote(self, profile: Profile, tenant_id: str, user_id: str) -> Response | None:
         """Write the user's patterns into the profile's binding; the write's answer, or
         None when there was nothing to promote, or the user does not use the profile
         (holds no document of its bindings: events carry no profile, and promotion must
@@ -93,7 +94,7 @@ class Promotion:
             tenant_id, user_id, top_k=rules.max_events, source_types=rules.source_types, classes=()
         )
         events = [
-            record
+            record.as_json()
             for hit in self._index.search(query)
             if (record := load_event(self._blobs, tenant_id, user_id, hit.event_id)) is not None
         ]
@@ -105,7 +106,7 @@ class Promotion:
         ref = DocumentRef(tenant_id, user_id, binding.namespace, binding.path)
         caller = _job_caller(tenant_id, user_id, profile.profile_id)
 
-        def attempt() -> dict[str, Any]:
+        def attempt() -> Response:
             current = self._documents.load(ref)
             etag = current.etag if current else None
             known = known_ids(rules, _items(current, rules.pointer[:-1]))

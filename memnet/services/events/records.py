@@ -1,17 +1,112 @@
-"""Event records as the index side reads them (spec 9.2, 10.5): where an event's blob
-lives, the record it holds, the index entry derived from it, and what index jobs report.
-Shared by :mod:`memnet.services.search.index` (the worker), :mod:`.service` (the API
-side), compaction and promotion."""
+"""Event records (spec 9.2, 10.5): where an event's blob lives, the record it holds,
+the index entry derived from it, and what index jobs report. Shared by
+:mod:`memnet.services.search.index` (the worker), :mod:`.service` (the API side),
+compaction and promotion."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
 
-from memnet.domain.event_model import class_label
+from memnet.domain.event_model import label
 from memnet.domain.layout import user_prefix
 from memnet.ports import BlobNotFound, BlobStore, IndexedEvent
+from memnet.services.records import Json
+
+
+@dataclass(frozen=True)
+class EventClass:
+    """An event's sensitivity class: a class of a profile (:mod:`.classes`)."""
+
+    profile_id: str
+    name: str
+
+    @classmethod
+    def of(cls, stored: Json | None) -> EventClass | None:
+        return None if stored is None else cls(stored["profile_id"], stored["class"])
+
+    def as_json(self) -> dict[str, str]:
+        return {"profile_id": self.profile_id, "class": self.name}
+
+    @property
+    def label(self) -> str:
+        """As the search index holds and filters it (:func:`memnet.domain.event_model.label`)."""
+        return label(self.profile_id, self.name)
+
+
+@dataclass(frozen=True)
+class EventRecord:
+    """One event digest as stored (:func:`memnet.domain.event_model.parse_event` checks
+    it) and answered; :meth:`as_json` is that one form. ``importance`` and
+    ``sensitivity`` are left out when None (events written before them have neither);
+    ``recorded_by`` is None only as the index reads a blob
+    (:func:`~memnet.domain.event_model.parse_stored`)."""
+
+    event_id: str
+    tenant_id: str
+    user_id: str
+    service_id: str
+    timestamp: str
+    source_type: str
+    digest: str
+    keywords: tuple[str, ...] = ()
+    project_ids: tuple[str, ...] = ()
+    snapshot_uri: str | None = None
+    evidence: Json | None = None
+    importance: float | None = None
+    sensitivity: EventClass | None = None
+    recorded_by: str | None = None
+
+    @classmethod
+    def from_json(cls, stored: Json) -> EventRecord:
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in stored.items() if k in known}
+        values.update(
+            keywords=tuple(stored.get("keywords") or ()),
+            project_ids=tuple(stored.get("project_ids") or ()),
+            sensitivity=EventClass.of(stored.get("sensitivity")),
+        )
+        return cls(**values)
+
+    def as_json(self) -> Json:
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        named = self.sensitivity
+        found.update(
+            keywords=list(self.keywords),
+            project_ids=list(self.project_ids),
+            sensitivity=None if named is None else named.as_json(),
+        )
+        return {k: v for k, v in found.items() if v is not None or k not in _UNSAID}
+
+    @property
+    def name(self) -> str:
+        """The event's blob."""
+        return event_name(self.tenant_id, self.user_id, self.event_id)
+
+    def shown(self, classes: tuple[str, ...] | None) -> bool:
+        """Whether an asker that may see ``classes`` (None: every class) may see it."""
+        return self.sensitivity is None or classes is None or self.sensitivity.label in classes
+
+    def indexed(self) -> IndexedEvent:
+        """Its entry in the search index."""
+        evidence = self.evidence
+        return IndexedEvent(
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            event_id=self.event_id,
+            timestamp=self.timestamp,
+            service_id=self.service_id,
+            source_type=self.source_type,
+            digest=self.digest,
+            keywords=self.keywords,
+            project_ids=self.project_ids,
+            snapshot_uri=self.snapshot_uri,
+            evidence=None if evidence is None else json.dumps(evidence, separators=(",", ":")),
+            sensitivity=None if self.sensitivity is None else self.sensitivity.label,
+        )
+
+
+_UNSAID = frozenset({"importance", "sensitivity", "recorded_by"})  # None: left out
 
 
 @dataclass(frozen=True)
@@ -42,7 +137,7 @@ class IndexReport:
         self.embedded += other.embedded
         self.skipped.extend(other.skipped)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> Json:
         """JSON-ready: ``skipped`` is the count, ``skipped_events`` lists them."""
         fields = asdict(self)
         return {**fields, "skipped": len(self.skipped), "skipped_events": fields["skipped"]}
@@ -52,32 +147,10 @@ def event_name(tenant_id: str, user_id: str, event_id: str) -> str:
     return f"{user_prefix(tenant_id, user_id)}events/{event_id}.json"
 
 
-def load_event(
-    blobs: BlobStore, tenant_id: str, user_id: str, event_id: str
-) -> dict[str, Any] | None:
+def load_event(blobs: BlobStore, tenant_id: str, user_id: str, event_id: str) -> EventRecord | None:
     """The stored record, or None if there is no such event blob."""
     try:
-        record: dict[str, Any] = json.loads(
-            blobs.read(event_name(tenant_id, user_id, event_id)).data
-        )
+        data = blobs.read(event_name(tenant_id, user_id, event_id)).data
     except BlobNotFound:
         return None
-    return record
-
-
-def indexed(record: dict[str, Any]) -> IndexedEvent:
-    evidence = record.get("evidence")
-    return IndexedEvent(
-        tenant_id=record["tenant_id"],
-        user_id=record["user_id"],
-        event_id=record["event_id"],
-        timestamp=record["timestamp"],
-        service_id=record["service_id"],
-        source_type=record["source_type"],
-        digest=record["digest"],
-        keywords=tuple(record.get("keywords", ())),
-        project_ids=tuple(record.get("project_ids", ())),
-        snapshot_uri=record.get("snapshot_uri"),
-        evidence=None if evidence is None else json.dumps(evidence, separators=(",", ":")),
-        sensitivity=class_label(record),
-    )
+    return EventRecord.from_json(json.loads(data))

@@ -10,17 +10,16 @@ Index jobs, the queue worker and reindex live in :mod:`memnet.services.search.in
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memnet.domain.callers import ANY, Caller
 from memnet.domain.errors import Conflict, Forbidden, NotFound
-from memnet.domain.event_model import parse_event, shown
+from memnet.domain.event_model import parse_event
 from memnet.domain.ranking import Ranking, blend
 from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import (
@@ -38,8 +37,9 @@ from memnet.ports import (
 from memnet.services import telemetry
 from memnet.services.documents.idempotency import IdempotencyStore, Replay, Response, Ticket
 from memnet.services.events.classes import EventClasses
-from memnet.services.events.records import IndexReport, event_name, indexed, load_event
+from memnet.services.events.records import EventClass, EventRecord, IndexReport, load_event
 from memnet.services.forget.tombstones import Tombstones
+from memnet.services.records import Json, dump
 from memnet.services.search.embedder_probe import EmbedderProbe
 from memnet.services.search.fusion import fuse
 from memnet.services.search.index import INDEX_QUEUE, IndexJobs
@@ -92,28 +92,32 @@ class EventService:
         caller: Caller,
         tenant_id: str,
         user_id: str,
-        body: dict[str, Any],
+        body: Json,
         key: str,
         fingerprint: str,
     ) -> Response:
+        """The answer is stored with the idempotency key, to answer a retry with it:
+        ``{created, body: {event, indexed}}`` (``replayed`` on such a retry)."""
         caller.require(tenant_id, "write")
         if self._tombstones is not None:  # 409 while the user is being forgotten
             self._tombstones.check(tenant_id, user_id)
-        draft = parse_event(body, tenant_id, user_id, caller.caller_id)
-        caller.require_service(draft["service_id"])
-        draft = self._classes.checked(caller, draft)  # before a stored answer is replayed
-        explicit = body.get("event_id") is not None  # null: the server names it
+        parsed = parse_event(body, tenant_id, user_id, caller.caller_id)
+        caller.require_service(parsed["service_id"])
+        # the class is checked before a stored answer is replayed
+        draft = _Draft(
+            parsed, self._classes.checked(caller, EventClass.of(parsed.get("sensitivity")))
+        )
         outcome = self._idempotency.begin(
             tenant_id,
             user_id,
             caller.caller_id,
             key,
             fingerprint,
-            lambda change_id: self._already_stored(_final(draft, change_id, explicit)),
+            lambda change_id: self._already_stored(draft.final(change_id)),
         )
         if isinstance(outcome, Replay):
             return {**outcome.response, "replayed": True}
-        record = _final(draft, outcome.change_id, explicit)
+        record = draft.final(outcome.change_id)
         try:
             created = self._store(record)
         except StorageError as error:  # the blob write may have landed: settle, never guess
@@ -128,7 +132,7 @@ class EventService:
         self._idempotency.complete(outcome, response)
         return response
 
-    def _settle(self, record: dict[str, Any], ticket: Ticket, error: StorageError) -> Response:
+    def _settle(self, record: EventRecord, ticket: Ticket, error: StorageError) -> Response:
         """After a blob write of unknown outcome: its response if the blob is there; if it
         is not, release the key and report the error; if storage cannot tell, keep the
         claim pending so that a retry settles it (or takes the key over after the lease)."""
@@ -141,58 +145,57 @@ class EventService:
             raise error
         return landed
 
-    def get(self, caller: Caller, tenant_id: str, user_id: str, event_id: str) -> dict[str, Any]:
+    def get(self, caller: Caller, tenant_id: str, user_id: str, event_id: str) -> EventRecord:
         caller.require(tenant_id, "read")
         record = load_event(self._blobs, tenant_id, user_id, event_id)
         if record is None or not self._classes.sees(caller, record):  # hidden is absent
             raise NotFound("Event does not exist.", code="EVENT_NOT_FOUND")
         return record
 
-    def _store(self, record: dict[str, Any]) -> bool:
+    def _store(self, record: EventRecord) -> bool:
         """Write the record create-only: True if it was created, False if this very event
         is already stored."""
-        name = event_name(record["tenant_id"], record["user_id"], record["event_id"])
-        data = _dump(record)
+        data = dump(record.as_json())
         try:
-            self._blobs.write(name, data, Condition.create_only())
+            self._blobs.write(record.name, data, Condition.create_only())
         except PreconditionFailed as exc:
-            if self._blobs.read(name).data != data:
+            if self._blobs.read(record.name).data != data:
                 raise Conflict(
                     "An event with this event_id exists with other content.",
                     code="EVENT_EXISTS",
-                    event_id=record["event_id"],
+                    event_id=record.event_id,
                 ) from exc
             return False
         return True
 
-    def _response(self, record: dict[str, Any], created: bool) -> Response:
+    def _response(self, record: EventRecord, created: bool) -> Response:
         """What the write answers; ``created`` is False when the event already existed."""
-        body = {"event": record, "indexed": self._index_now(record)}
+        body = {"event": record.as_json(), "indexed": self._index_now(record)}
         return {"created": created, "body": body}
 
-    def _already_stored(self, record: dict[str, Any]) -> Response | None:
-        name = event_name(record["tenant_id"], record["user_id"], record["event_id"])
+    def _already_stored(self, record: EventRecord) -> Response | None:
         try:
-            stored = self._blobs.read(name)
+            stored = self._blobs.read(record.name)
         except BlobNotFound:
             return None
-        if stored.data != _dump(record):
+        if stored.data != dump(record.as_json()):
             return None
         return self._response(record, True)
 
-    def _index_now(self, record: dict[str, Any]) -> bool:
+    def _index_now(self, record: EventRecord) -> bool:
         """Index inline; on any failure (the record is durable: never a 500) queue the
         job and report ``indexed: false``. A queue failure propagates."""
+        tenant_id, user_id, event_id = record.tenant_id, record.user_id, record.event_id
         try:
-            self._index.upsert([indexed(record)])
+            self._index.upsert([record.indexed()])
             telemetry.index_lagged(0.0)  # indexed as it was recorded
-            self._jobs.promote_later(record["tenant_id"], record["user_id"])
+            self._jobs.promote_later(tenant_id, user_id)
         except Exception:
-            log.warning("event %s not indexed inline; queued", record["event_id"], exc_info=True)
+            log.warning("event %s not indexed inline; queued", event_id, exc_info=True)
         else:
-            self._jobs.embed_later(record["tenant_id"], record["user_id"], record["event_id"])
+            self._jobs.embed_later(tenant_id, user_id, event_id)
             return True
-        self._jobs.enqueue("index", record["tenant_id"], record["user_id"], [record["event_id"]])
+        self._jobs.enqueue("index", tenant_id, user_id, [event_id])
         return False
 
     # -- search ---------------------------------------------------------------------
@@ -204,7 +207,7 @@ class EventService:
         half_life_days: float | None = None,
         ranking: Ranking | None = None,
         dense_weight: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> SearchResults:
         """Ranked events with their pointers; ``half_life_days`` halves a hit's score for
         every that many days of age (reranking the index's top 3 x top_k); ``ranking``
         blends relevance, importance and recency (:mod:`memnet.domain.ranking`) over the
@@ -226,20 +229,16 @@ class EventService:
             results = list(self._resolve(query, hits))[: query.top_k]
         millis = (time.perf_counter() - started) * 1000
         telemetry.searched(bool(query.text.strip()), millis, len(results))  # ranked: has text
-        return {"results": results, "count": len(results)}
+        return SearchResults(tuple(results))
 
-    def _blended(self, query: EventQuery, ranking: Ranking, weight: float) -> list[dict[str, Any]]:
+    def _blended(self, query: EventQuery, ranking: Ranking, weight: float) -> list[Hit]:
         found = list(self._resolve(query, self._ranked(_candidates(query), weight)))
-        scored = blend(
-            ranking,
-            [r["score"] for r in found],
-            [r["event"] for r in found],
-            self._clock.now(),
-        )
+        events: list[Mapping[str, Any]] = [h.event.as_json() for h in found]
+        scored = blend(ranking, [h.score for h in found], events, self._clock.now())
         ranked = sorted(zip(found, scored, strict=True), key=lambda pair: -pair[1].score)
         return [
-            {**result, "score": round(s.score, 6), "ranking": s.parts()}
-            for result, s in ranked[: query.top_k]
+            replace(hit, score=round(s.score, 6), ranking=s.parts())
+            for hit, s in ranked[: query.top_k]
         ]
 
     def _ranked(self, query: EventQuery, weight: float) -> list[EventHit]:
@@ -254,19 +253,15 @@ class EventService:
             return lexical
         return fuse(lexical, dense, weight)[: query.top_k]
 
-    def _resolve(self, query: EventQuery, hits: list[Any]) -> Iterator[dict[str, Any]]:
+    def _resolve(self, query: EventQuery, hits: list[EventHit]) -> Iterator[Hit]:
         for hit in hits:
             record = load_event(self._blobs, query.tenant_id, query.user_id, hit.event_id)
             if record is None:  # the index is ahead of the blobs: drop the stale entry
                 self._jobs.enqueue("delete", query.tenant_id, query.user_id, [hit.event_id])
                 continue
-            if not shown(record, query.classes):  # an index that failed to filter: never shown
+            if not record.shown(query.classes):  # an index that failed to filter: never shown
                 continue
-            pointers = {
-                "snapshot_uri": record.get("snapshot_uri"),
-                "evidence": record.get("evidence"),
-            }
-            yield {"event": record, "score": round(hit.score, 6), "pointers": pointers}
+            yield Hit(record, round(hit.score, 6))
 
     def _decay(self, timestamp: str, half_life_days: float) -> float:
         age = self._clock.now() - parse_timestamp(timestamp)
@@ -287,14 +282,42 @@ class EventService:
         return self._jobs.drain()
 
 
-def _final(draft: dict[str, Any], change_id: str, explicit: bool) -> dict[str, Any]:
-    """A generated event id derives from the idempotency claim, so that a retry of the
-    same request finds the event its first attempt stored."""
-    return draft if explicit else {**draft, "event_id": "evt_" + change_id[4:]}
+@dataclass(frozen=True)
+class _Draft:
+    """A checked event body (its class checked apart) before its id is known."""
+
+    parsed: Json
+    named: EventClass | None
+
+    def final(self, change_id: str) -> EventRecord:
+        """A generated event id (none given) derives from the idempotency claim, so that
+        a retry of the same request finds the event its first attempt stored."""
+        event_id = self.parsed["event_id"] or "evt_" + change_id[4:]
+        record = EventRecord.from_json({**self.parsed, "event_id": event_id})
+        return replace(record, sensitivity=self.named)
 
 
-def _dump(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+@dataclass(frozen=True)
+class Hit:
+    """One search result: the event, its score, its pointers (its snapshot and evidence),
+    and with a blended ranking the score's parts."""
+
+    event: EventRecord
+    score: float
+    ranking: dict[str, float] | None = None
+
+    def as_json(self) -> Json:
+        pointers = {"snapshot_uri": self.event.snapshot_uri, "evidence": self.event.evidence}
+        found = {"event": self.event.as_json(), "score": self.score, "pointers": pointers}
+        return found if self.ranking is None else {**found, "ranking": self.ranking}
+
+
+@dataclass(frozen=True)
+class SearchResults:
+    results: tuple[Hit, ...]
+
+    def as_json(self) -> Json:
+        return {"results": [h.as_json() for h in self.results], "count": len(self.results)}
 
 
 def _widen(query: EventQuery) -> EventQuery:

@@ -47,13 +47,13 @@ from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.listing import DocumentListing, NamespaceRef
 from memnet.services.documents.service import DocumentService
 from memnet.services.profiles.registry import ProfileRegistry
-from memnet.services.records import retrying
+from memnet.services.proposals.decision import Decision, Queue, Reviewed
+from memnet.services.records import Json, retrying
 
 DECISIONS = {"approve": "approved", "edit": "edited", "reject": "rejected"}
 REVIEW_ROLES = ("review", "admin")
 MAX_NAMESPACE_DOCUMENTS = 100  # read per templated namespace when listing the queue
 HISTORY_LOOKBACK = 64  # changes searched for an earlier decision on a proposal
-CLASS = "sensitivity"  # origin.review's record of the proposal's class (never answered)
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class ProposalReview:
 
     def pending(
         self, caller: Caller, tenant_id: str, user_id: str, profile_id: str | None
-    ) -> dict[str, Any]:
+    ) -> Queue:
         """Every proposal in the pending sections of the user's documents of the profile,
         each ``pending`` or ``expired``; templated bindings are read up to
         :data:`MAX_NAMESPACE_DOCUMENTS` documents per namespace (``more`` says so)."""
@@ -99,7 +99,7 @@ class ProposalReview:
                 content = stored.document.get("content")
                 rules = views.rules_for(profile, binding)
                 found += views.queue_seen(items, content, pending, caller, rules)
-        return {"proposals": found, "more": more}
+        return Queue(tuple(found), more)
 
     def _documents_with_proposals(
         self, caller: Caller, profile: Profile, tenant_id: str, user_id: str
@@ -127,7 +127,7 @@ class ProposalReview:
 
     def review(
         self, caller: Caller, tenant_id: str, user_id: str, profile_id: str | None, review: Review
-    ) -> dict[str, Any]:
+    ) -> Reviewed:
         """Apply ``review`` to the proposal it names, once: a repeated review that finds
         its own decision in the history answers it again (``replayed``); a different
         decision already taken is 409 ``PROPOSAL_ALREADY_REVIEWED``."""
@@ -139,7 +139,7 @@ class ProposalReview:
         ref = DocumentRef(tenant_id, user_id, *where)
         binding = self._pending_binding(profile, ref)
 
-        def attempt() -> dict[str, Any]:  # another write landed: find the proposal again
+        def attempt() -> Reviewed:  # another write landed: find the proposal again
             stored = self._documents.load(ref)
             found = (
                 None if stored is None else _seen(caller, (profile, binding), ref, stored, review)
@@ -168,31 +168,30 @@ class ProposalReview:
         binding: Binding,
         ref: DocumentRef,
         stored: StoredDocument,
-        found: tuple[int, dict[str, Any]],
+        found: tuple[int, Json],
         review: Review,
-    ) -> dict[str, Any]:
+    ) -> Reviewed:
         index, item = found
-        status = DECISIONS[review.decision]
         if review.decision != "reject":
             check_approvable(caller, profile, item, self._clock.now())
         pending = profile.confidence.pending_sections[binding.binding_id]
-        ops: list[dict[str, Any]] = [
+        ops: list[Json] = [
             {"op": "remove", "path": pointers.render((CONTENT, *pending, str(index)))}
         ]
         moment = format_millis(self._clock.now())
         if review.decision != "reject":
             ops.insert(0, _written(caller, item, pending, review, (stored, moment)))
-        decided: dict[str, Any] = {
-            "proposal_id": review.proposal_id,
-            "status": status,
-            "reviewed_by": caller.caller_id,
-            "proposed_by": item.get("proposed_by"),
-            "reviewed_at": moment,
-        }
-        if review.note is not None:
-            decided["note"] = review.note
-        named = views.proposal_class(item, pending, index, views.rules_for(profile, binding))
-        recorded = decided if named is None else {**decided, CLASS: named}
+        decided = Decision(
+            proposal_id=review.proposal_id,
+            status=DECISIONS[review.decision],
+            reviewed_by=caller.caller_id,
+            proposed_by=item.get("proposed_by"),
+            reviewed_at=moment,
+            note=review.note,
+            sensitivity=views.proposal_class(
+                item, pending, index, views.rules_for(profile, binding)
+            ),
+        )
         command = WriteCommand(
             ref=ref,
             profile_id=profile.profile_id,
@@ -202,13 +201,15 @@ class ProposalReview:
             fingerprint=hashlib.sha256(canonical([review.decision, review.candidate])).hexdigest(),
             reason="proposal_review",
             request_id=review.proposal_id,
-            evidence={"proposal": item.get("evidence"), "review": decided},
+            evidence={"proposal": item.get("evidence"), "review": decided.as_json()},
             confidence=1.0,  # a person decided
             ops=parse_ops(ops),
-            origin={"review": recorded},
+            origin={"review": decided.recorded()},
         )
         response = self._documents.patch(_writer(caller, ref.tenant_id), command)
-        return _answer(decided, response, caller.may_read())
+        body = response["body"]
+        document = body.get("document") if caller.may_read() else None
+        return Reviewed(decided, body.get("etag"), document, bool(response.get("replayed")))
 
     def _earlier(
         self,
@@ -217,33 +218,32 @@ class ProposalReview:
         ref: DocumentRef,
         stored: StoredDocument | None,
         review: Review,
-    ) -> dict[str, Any]:
+    ) -> Reviewed:
         """The answer when the proposal is not in the document (or is hidden from the
         caller): its decision if one of the last :data:`HISTORY_LOOKBACK` changes took
         it and the caller's clearance covers the proposal's class, recorded with it."""
         decided = None if stored is None else self._decision(ref, stored, review.proposal_id)
         rules = views.rules_for(*governed)
-        if decided is None or not views.sees_class(caller, rules, decided.get(CLASS)):
+        if decided is None or not views.sees_class(caller, rules, decided.sensitivity):
             raise _not_found()
-        if decided.get("status") != DECISIONS[review.decision]:
+        if decided.status != DECISIONS[review.decision]:
             raise Conflict(
                 "This proposal was already reviewed.",
                 code="PROPOSAL_ALREADY_REVIEWED",
-                status=decided.get("status"),
+                status=decided.status,
             )
-        shown = {key: value for key, value in decided.items() if key != CLASS}
-        return {**shown, "replayed": True}
+        return Reviewed(decided, replayed=True)
 
     def _decision(
         self, ref: DocumentRef, stored: StoredDocument, proposal_id: str
-    ) -> dict[str, Any] | None:
+    ) -> Decision | None:
         """``origin.review`` of the change among the document's last
         :data:`HISTORY_LOOKBACK` that decided ``proposal_id``, if any."""
         chain = self._audit.chain(ref, stored.document.get("change_id"))
         for n, record in enumerate(chain):
             decided = (record.origin or {}).get("review") or {}
             if decided.get("proposal_id") == proposal_id:
-                return dict(decided)
+                return Decision.from_json(decided)
             if n + 1 >= HISTORY_LOOKBACK:
                 break
         return None
@@ -251,11 +251,11 @@ class ProposalReview:
 
 def _written(
     caller: Caller,
-    item: dict[str, Any],
+    item: Json,
     pending: tuple[str, ...],
     review: Review,
     at: tuple[StoredDocument, str],
-) -> dict[str, Any]:
+) -> Json:
     """The op an approval or edit makes: the candidate (or the edit) written with the
     reviewer stamped into its evidence, or, for a held removal, the removal (409
     ``PROPOSAL_STALE`` when its target no longer holds what it would remove; an edit of
@@ -282,7 +282,7 @@ def _seen(
     ref: DocumentRef,
     stored: StoredDocument,
     review: Review,
-) -> tuple[int, dict[str, Any]] | None:
+) -> tuple[int, Json] | None:
     """The proposal ``review`` names, if the caller's clearance covers it: one it does
     not is absent for it, whatever it asks."""
     profile, binding = governed
@@ -293,16 +293,6 @@ def _seen(
     rules = views.rules_for(profile, binding)
     named = views.proposal_class(found[1], pending, found[0], rules)
     return found if views.sees_class(caller, rules, named) else None
-
-
-def _answer(decided: dict[str, Any], response: dict[str, Any], reader: bool) -> dict[str, Any]:
-    body = response["body"]
-    answer = {**decided, "etag": body.get("etag")}
-    if reader and body.get("document") is not None:
-        answer["document"] = body["document"]
-    if response.get("replayed"):
-        answer["replayed"] = True
-    return answer
 
 
 def _require_reviewer(caller: Caller, tenant_id: str) -> None:

@@ -38,7 +38,7 @@ from memnet.ports import (
     StorageUnavailable,
 )
 from memnet.services import telemetry
-from memnet.services.events.records import IndexReport, SkippedEvent, event_name, indexed
+from memnet.services.events.records import EventRecord, IndexReport, SkippedEvent, event_name
 from memnet.services.search.vectors import EventVectors
 
 INDEX_QUEUE = "memnet-index"
@@ -294,7 +294,7 @@ class IndexJobs:
             data = self._blobs.read(event_name(tenant_id, user_id, event_id)).data
         except BlobNotFound:
             return None
-        return indexed(parse_stored(data, tenant_id, user_id, event_id))
+        return EventRecord.from_json(parse_stored(data, tenant_id, user_id, event_id)).indexed()
 
     def _upsert(self, entries: list[IndexedEvent]) -> list[SkippedEvent]:
         """Upsert in one call. If the index refuses the batch (not a transient failure),
