@@ -18,7 +18,7 @@ import json
 import math
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -40,13 +40,42 @@ def key_hash(caller_id: str, key: str) -> str:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """The stored record of one key: *pending* while its request runs, then *complete*
+    with the response. ``claim`` is unique to the attempt that wrote it, so an attempt
+    that finds the record after a lost response can recognise it as its own."""
+
+    fingerprint: str
+    state: str  # "pending" or "complete"
+    claim: str
+    change_id: str
+    started_at: str
+    expires_at: str
+    response: Response | None = None  # when complete
+
+    def as_json(self) -> Response:
+        found = asdict(self)
+        if self.response is None:
+            del found["response"]
+        return found
+
+    @classmethod
+    def from_json(cls, stored: Response) -> Claim:
+        known: Response = {f.name: stored.get(f.name) for f in fields(cls)}
+        return cls(**known)
+
+
+@dataclass(frozen=True)
 class Ticket:
-    """The right to execute one request: the claimed record's name, ETag and change id."""
+    """The right to execute one request: the claimed record's name, ETag and claim."""
 
     name: str
     etag: str
-    change_id: str
-    record: dict[str, Any]
+    claimed: Claim
+
+    @property
+    def change_id(self) -> str:
+        return self.claimed.change_id
 
 
 @dataclass(frozen=True)
@@ -89,9 +118,9 @@ class IdempotencyStore:
 
     def complete(self, ticket: Ticket, response: Response) -> None:
         """Store the response; if another request took the key over, leave its record."""
-        record = {**ticket.record, "state": "complete", "response": response}
+        done = replace(ticket.claimed, state="complete", response=response)
         with contextlib.suppress(PreconditionFailed, BlobNotFound):
-            self._blobs.write(ticket.name, dump(record), Condition.match(ticket.etag))
+            self._blobs.write(ticket.name, dump(done.as_json()), Condition.match(ticket.etag))
 
     def release(self, ticket: Ticket) -> None:
         """Forget the claim after a failed request (nothing was written)."""
@@ -101,52 +130,44 @@ class IdempotencyStore:
     def _claim_or_inspect(
         self, name: str, fingerprint: str, committed: Callable[[str], Response | None]
     ) -> Ticket | Replay:
-        record = self._new_record(fingerprint)
+        mine = self._new_claim(fingerprint)
         try:
-            return self._claim(name, record, Condition.create_only())
+            return self._claim(name, mine, Condition.create_only())
         except PreconditionFailed:
             pass
         try:
             blob = self._blobs.read(name)
         except BlobNotFound:
             raise PreconditionFailed(name) from None
-        found = json.loads(blob.data)
-        if found.get("claim") == record["claim"]:  # our own create, its response was lost
-            return Ticket(name, blob.etag, found["change_id"], found)
-        return self._inspect(name, blob.etag, found, fingerprint, committed)
+        found = Claim.from_json(json.loads(blob.data))
+        if found.claim == mine.claim:  # our own create, its response was lost
+            return Ticket(name, blob.etag, found)
+        return self._inspect(Ticket(name, blob.etag, found), fingerprint, committed)
 
     def _inspect(
-        self,
-        name: str,
-        etag: str,
-        record: dict[str, Any],
-        fingerprint: str,
-        committed: Callable[[str], Response | None],
+        self, found: Ticket, fingerprint: str, committed: Callable[[str], Response | None]
     ) -> Ticket | Replay:
-        if self._now() >= _time(record["expires_at"]):
-            return self._take_over(name, etag, fingerprint)
-        if record["fingerprint"] != fingerprint:
+        """Another request's claim (``found``): expired, reused, done, or pending."""
+        claimed = found.claimed
+        if self._now() >= _time(claimed.expires_at):
+            return self._take_over(found, fingerprint)
+        if claimed.fingerprint != fingerprint:
             raise Conflict(
                 "Idempotency-Key was already used with a different request.",
                 code="IDEMPOTENCY_KEY_REUSED",
             )
-        if record["state"] == "complete":
-            return Replay(record["response"])
-        return self._settle_pending(name, etag, record, fingerprint, committed)
+        if claimed.state == "complete" and claimed.response is not None:
+            return Replay(claimed.response)
+        return self._settle_pending(found, fingerprint, committed)
 
     def _settle_pending(
-        self,
-        name: str,
-        etag: str,
-        record: dict[str, Any],
-        fingerprint: str,
-        committed: Callable[[str], Response | None],
+        self, found: Ticket, fingerprint: str, committed: Callable[[str], Response | None]
     ) -> Ticket | Replay:
-        response = committed(record["change_id"])
+        response = committed(found.change_id)
         if response is not None:
-            self.complete(Ticket(name, etag, record["change_id"], record), response)
+            self.complete(found, response)
             return Replay(response)
-        waited = self._now() - _time(record["started_at"])
+        waited = self._now() - _time(found.claimed.started_at)
         if waited < self._lease:
             retry = max(1, math.ceil((self._lease - waited).total_seconds()))
             raise Conflict(
@@ -154,30 +175,29 @@ class IdempotencyStore:
                 code="IDEMPOTENCY_KEY_IN_PROGRESS",
                 retry_after=retry,
             )
-        return self._take_over(name, etag, fingerprint)
+        return self._take_over(found, fingerprint)
 
-    def _take_over(self, name: str, etag: str, fingerprint: str) -> Ticket:
+    def _take_over(self, found: Ticket, fingerprint: str) -> Ticket:
+        mine = self._new_claim(fingerprint)
         try:
-            return self._claim(name, self._new_record(fingerprint), Condition.match(etag))
+            return self._claim(found.name, mine, Condition.match(found.etag))
         except BlobNotFound:
-            raise PreconditionFailed(name) from None
+            raise PreconditionFailed(found.name) from None
 
-    def _new_record(self, fingerprint: str) -> dict[str, Any]:
-        """A pending claim; ``claim`` is unique to this attempt, so an attempt that finds
-        the record after a lost response can recognise it as its own."""
+    def _new_claim(self, fingerprint: str) -> Claim:
         now = self._now()
-        return {
-            "fingerprint": fingerprint,
-            "state": "pending",
-            "claim": secrets.token_hex(8),
-            "change_id": new_change_id(now),
-            "started_at": format_timestamp(now),
-            "expires_at": format_timestamp(now + self._ttl),
-        }
+        return Claim(
+            fingerprint=fingerprint,
+            state="pending",
+            claim=secrets.token_hex(8),
+            change_id=new_change_id(now),
+            started_at=format_timestamp(now),
+            expires_at=format_timestamp(now + self._ttl),
+        )
 
-    def _claim(self, name: str, record: dict[str, Any], condition: Condition) -> Ticket:
-        etag = self._blobs.write(name, dump(record), condition)
-        return Ticket(name, etag, record["change_id"], record)
+    def _claim(self, name: str, claimed: Claim, condition: Condition) -> Ticket:
+        etag = self._blobs.write(name, dump(claimed.as_json()), condition)
+        return Ticket(name, etag, claimed)
 
     def _now(self) -> datetime:
         return self._clock.now()

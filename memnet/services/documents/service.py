@@ -37,7 +37,7 @@ from memnet.ports import BlobStore, Clock
 from memnet.services import telemetry
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.chain import DocumentChain, write_response
-from memnet.services.documents.idempotency import IdempotencyStore, Response, Ticket
+from memnet.services.documents.idempotency import Claim, IdempotencyStore, Response, Ticket
 from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
 from memnet.services.documents.write_path import AfterCommit, Change, LostRace, WritePath
 from memnet.services.documents.write_records import (
@@ -202,7 +202,7 @@ class DocumentService:
         caller.require(cmd.ref.tenant_id, "write")
         governed = self.resolve(caller, cmd.ref, cmd.profile_id, cmd.binding_id)
         cmd = scoped_write(caller, cmd, governed.binding)
-        ticket = Ticket("", "", "chg_preview", {})
+        ticket = Ticket("", "", Claim("", "pending", "", "chg_preview", "", ""))
         response = self._patch_once(caller, cmd, governed, ticket, write=False)
         return _viewed(response, caller, governed.rules, cmd.ops)
 
