@@ -1,8 +1,9 @@
 """Request bodies of the HTTP routes (docs/api.md), as strict pydantic models: what the
 handlers validate and what the OpenAPI document (:mod:`memnet.api.openapi`) describes.
 
-Event digests and snapshot transcripts are checked by the domain
-(:mod:`memnet.domain.event_model`, :mod:`memnet.domain.transcript`), which also checks
+A patch's ops, event digests and snapshot transcripts are checked by the domain
+(:func:`memnet.domain.patching.parse_ops`, :mod:`memnet.domain.event_model`,
+:mod:`memnet.domain.transcript`), which also checks the patches the services make and
 stored blobs; their models here describe the same rules for OpenAPI only.
 """
 
@@ -15,6 +16,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
+    PlainValidator,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -30,9 +33,12 @@ from memnet.api.models.base import (
     Evidence,
     Identifier,
     SegmentStr,
+    carried,
     segment_schema,
 )
+from memnet.domain.errors import BadRequest
 from memnet.domain.event_model import MAX_OFFSET
+from memnet.domain.patching import Op, parse_ops
 from memnet.domain.timestamps import InvalidTimestamp, format_timestamp, parse_timestamp
 
 Reason = Literal["live_update", "replay_update", "admin_migration"]
@@ -87,6 +93,23 @@ PatchOp = Annotated[
 ]
 
 
+def _ops(raw: object) -> list[Op]:
+    """The ops as the domain parses every patch (pointers included), its errors worded
+    there once; located at the op (``["body", "ops", index]``)."""
+    try:
+        return parse_ops(raw)
+    except BadRequest as error:
+        index = error.details.get("op_index")
+        error.details["location"] = ["body", "ops", *([] if index is None else [index])]
+        raise carried(error) from None
+
+
+def _as_sent(ops: list[Op]) -> list[dict[str, Any]]:
+    """The ops' JSON: a serializer of their own keeps the domain's ``Op`` out of the
+    OpenAPI document."""
+    return [op.as_json() for op in ops]
+
+
 class _Write(Body):
     MISSING_CODE: ClassVar[str] = "MISSING_FIELD"
     profile_id: Identifier | None = None
@@ -97,8 +120,11 @@ class _Write(Body):
 class PatchBody(_Write):
     """``PATCH`` of a document: a JSON Patch (RFC 6902) and its provenance."""
 
-    FIELD_CODES: ClassVar[dict[str, str]] = {"ops": "INVALID_PATCH"}
-    ops: list[PatchOp]
+    ops: Annotated[
+        list[Op],
+        PlainSerializer(_as_sent),
+        PlainValidator(_ops, json_schema_input_type=list[PatchOp]),
+    ]
     reason: Reason = "live_update"
     confidence: Fraction | None = None
     rebase: StrictBool = False
