@@ -20,14 +20,14 @@ from pydantic import (
     Field,
     StrictStr,
     ValidationError,
+    ValidationInfo,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from memnet.domain.envelope import canonical
 from memnet.domain.errors import BadRequest
-from memnet.domain.identifiers import SEGMENT
-
-MAX_EVIDENCE_CHARS = 4096
+from memnet.domain.event_model import MAX_EVIDENCE_CHARS
+from memnet.domain.identifiers import SEGMENT, check_identifier
 
 
 def _integral(value: object) -> object:
@@ -63,10 +63,11 @@ class Body(BaseModel):
     """The code of an absent required member."""
 
 
-def _identifier(value: str) -> str:
-    if not SEGMENT.fullmatch(value):
-        raise PydanticCustomError("invalid_identifier", "must match {pattern}", _PATTERN)
-    return value
+def _identifier(value: str, info: ValidationInfo) -> str:
+    try:
+        return check_identifier(info.field_name or "id", value)
+    except BadRequest as error:
+        raise carried(error) from None
 
 
 def _evidence(value: dict[str, Any]) -> dict[str, Any]:
@@ -75,14 +76,12 @@ def _evidence(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def segment_schema() -> dict[str, Any]:
-    return {"type": "string", "pattern": f"^{SEGMENT.pattern}$"}
-
-
-_PATTERN = {"pattern": f"^{SEGMENT.pattern}$"}
+IDENTIFIER = {"type": "string", "pattern": f"^{SEGMENT.pattern}$"}
+"""The JSON Schema of an identifier (a path's or a body's)."""
+_PATTERN = {"pattern": IDENTIFIER["pattern"]}
 Identifier = Annotated[StrictStr, AfterValidator(_identifier), Field(json_schema_extra=_PATTERN)]
-"""An id (spec identifier grammar); a bad one is ``INVALID_IDENTIFIER`` as in a path."""
-SegmentStr = Annotated[StrictStr, Field(pattern=f"^{SEGMENT.pattern}$")]
+"""An id (spec identifier grammar), checked and worded as in a path."""
+SegmentStr = Annotated[StrictStr, Field(pattern=IDENTIFIER["pattern"])]
 """An identifier-shaped filter value; a bad one is a plain ``INVALID_FIELD``."""
 Evidence = Annotated[dict[str, Any], AfterValidator(_evidence)]
 ModelT = TypeVar("ModelT", bound=Body)
@@ -148,7 +147,7 @@ def _first(model: type[Body], error: ErrorDetails) -> BadRequest:
     field = ".".join(str(part) for part in loc) or "body"
     return BadRequest(
         f"{field}: {_message(error)}",
-        code=_CODES.get(error["type"], "INVALID_FIELD"),
+        code="INVALID_FIELD",
         field=field,
         location=["body", *loc],
     )
@@ -158,6 +157,3 @@ def _message(error: ErrorDetails) -> str:
     """pydantic's message, never longer than a line."""
     message = str(error["msg"]).removeprefix("Value error, ")
     return message if len(message) <= 200 else message[:200] + "..."
-
-
-_CODES = {"invalid_identifier": "INVALID_IDENTIFIER"}

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic import BaseModel as _Model
 
 from memnet.api.models.base import (
+    IDENTIFIER,
     INTEGRAL,
     NOT_BLANK,
     Body,
@@ -34,7 +35,6 @@ from memnet.api.models.base import (
     Identifier,
     SegmentStr,
     carried,
-    segment_schema,
 )
 from memnet.domain.errors import BadRequest
 from memnet.domain.event_model import MAX_OFFSET
@@ -193,8 +193,8 @@ def _listed(value: object) -> object:
 
 _FILTER_SCHEMA = {
     "anyOf": [
-        segment_schema(),
-        {"type": "array", "items": segment_schema(), "minItems": 1, "maxItems": 20},
+        IDENTIFIER,
+        {"type": "array", "items": IDENTIFIER, "minItems": 1, "maxItems": 20},
     ]
 }
 Filter = Annotated[
