@@ -86,8 +86,8 @@ def _write_command(
 ) -> WriteCommand:
     """The write as the service takes it, in one pass over the request, each part checked
     once and in the order its errors are reported: the route (405), the body (413, 415,
-    400 from its model), the document's path, the preconditions (400, 428), the reason
-    (403), the idempotency key and the ops' pointers (400). ``raw`` (the body as sent) is
+    400 from its model, which parses the ops), the document's path, the preconditions
+    (400, 428), the reason (403) and the idempotency key (400). ``raw`` (the body as sent) is
     fingerprinted, so a retry matches its first attempt whatever the models normalise."""
     _refuse_history(request)
     raw, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, model)
