@@ -104,12 +104,6 @@ def _ops(raw: object) -> list[Op]:
         raise carried(error) from None
 
 
-def _as_sent(ops: list[Op]) -> list[dict[str, Any]]:
-    """The ops' JSON: a serializer of their own keeps the domain's ``Op`` out of the
-    OpenAPI document."""
-    return [op.as_json() for op in ops]
-
-
 class _Write(Body):
     MISSING_CODE: ClassVar[str] = "MISSING_FIELD"
     profile_id: Identifier | None = None
@@ -122,7 +116,7 @@ class PatchBody(_Write):
 
     ops: Annotated[
         list[Op],
-        PlainSerializer(_as_sent),
+        PlainSerializer(lambda ops: [op.as_json() for op in ops]),  # keeps Op out of OpenAPI
         PlainValidator(_ops, json_schema_input_type=list[PatchOp]),
     ]
     reason: Reason = "live_update"
