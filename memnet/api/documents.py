@@ -9,11 +9,10 @@ from memnet.api import listing, parsing
 from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.api.models.requests import PatchBody, PatchOp, PutBody
+from memnet.api.models.requests import PatchBody, PutBody
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, MethodNotAllowed
-from memnet.domain.patching import Op, op_of
 from memnet.services.documents.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
@@ -83,8 +82,8 @@ def _write_command(
 ) -> WriteCommand:
     """The write as the service takes it, in one pass over the request, each part checked
     once and in the order its errors are reported: the route (405), the body (413, 415,
-    400 from its model), the document's path, the preconditions (400, 428), the reason
-    (403), the idempotency key and the ops' pointers (400). ``raw`` (the body as sent) is
+    400 from its model, which parses the ops), the document's path, the preconditions
+    (400, 428), the reason (403) and the idempotency key (400). ``raw`` (the body as sent) is
     fingerprinted, so a retry matches its first attempt whatever the models normalise."""
     _refuse_history(request)
     raw, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, model)
@@ -104,19 +103,10 @@ def _write_command(
         request_id=ctx.request_id,
         evidence=raw.get("evidence"),
         confidence=patch.confidence if patch else None,
-        ops=_ops(patch.ops) if patch else [],
+        ops=patch.ops if patch else [],
         content=None if patch else raw["content"],
         rebase=patch.rebase if patch else False,
     )
-
-
-def _ops(ops: list[PatchOp]) -> list[Op]:
-    """The validated ops as the domain's: their members are checked by the model already,
-    so only the pointers are left to parse."""
-    return [
-        op_of(i, op.op, op.path, getattr(op, "value", None), getattr(op, "from_", None))
-        for i, op in enumerate(ops)
-    ]
 
 
 def _render(response: Response, caller: Caller) -> ApiResponse:

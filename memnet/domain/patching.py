@@ -54,9 +54,12 @@ class Op:
 
 
 def parse_ops(raw: Any) -> list[Op]:
-    """Parse a JSON Patch array into :class:`Op` objects or raise 400 naming the op."""
+    """Parse a JSON Patch array into :class:`Op` objects or raise 400 naming the op: the
+    one grammar of an op, for a request body and for every patch the services make."""
     if not isinstance(raw, list):
-        raise BadRequest("ops must be a JSON array of operations.", code="INVALID_PATCH")
+        raise BadRequest(
+            "ops must be a JSON array of operations.", code="INVALID_PATCH", field="ops"
+        )
     return [_parse_op(i, item) for i, item in enumerate(raw)]
 
 
@@ -64,8 +67,8 @@ def _parse_op(index: int, item: Any) -> Op:
     if not isinstance(item, dict):
         raise _invalid(index, "operation must be an object")
     name = item.get("op")
-    if not isinstance(name, str) or name not in KNOWN_OPS:  # a list would be unhashable
-        raise _invalid(index, f"unknown op {name!r}")
+    if not isinstance(name, str) or name not in KNOWN_OPS:  # never echoed: a caller's input
+        raise _invalid(index, "op must be one of add, remove, replace, move, copy, test")
     if name in OPS_WITH_VALUE and "value" not in item:
         raise _invalid(index, f"'{name}' needs a 'value'")
     from_path = item.get("from") if name in OPS_WITH_FROM else None
@@ -74,18 +77,12 @@ def _parse_op(index: int, item: Any) -> Op:
     path = item.get("path")
     if not isinstance(path, str):
         raise _invalid(index, "'path' must be a string")
-    return op_of(index, name, path, item.get("value"), from_path)
-
-
-def op_of(index: int, name: str, path: str, value: Any = None, from_path: str | None = None) -> Op:
-    """Op ``index`` from members already known to be well typed (a validated request
-    body's): only its pointers are parsed, 400 naming the op."""
     return Op(
         index=index,
         op=name,
         path=path,
         segments=_pointer(index, path),
-        value=value,
+        value=item.get("value"),
         from_path=from_path,
         from_segments=None if from_path is None else _pointer(index, from_path),
     )

@@ -13,6 +13,8 @@ from memnet import bootstrap
 from memnet.api.models.base import validated
 from memnet.api.models.requests import AssembleBody, HoldBody, PatchBody, PutBody, SearchBody
 from memnet.domain.errors import BadRequest
+from memnet.domain.identifiers import check_identifier
+from memnet.domain.patching import parse_ops
 from tests.api.forgetting import build
 from tests.clients import DirectClient
 from tests.conftest import AGENT_KEY
@@ -35,6 +37,9 @@ def refused(model: Any, body: dict[str, Any]) -> BadRequest:
          ["body", "conversation_hint", "x"]),
         (AssembleBody, {"profile_id": "../p"}, "INVALID_IDENTIFIER", ["body", "profile_id"]),
         (PatchBody, {"ops": [{"op": "add", "path": "/a"}]}, "INVALID_PATCH", ["body", "ops", 0]),
+        (PatchBody, {"ops": [{"op": "add", "path": "a", "value": 1}]}, "INVALID_PATCH",
+         ["body", "ops", 0]),
+        (PatchBody, {"ops": {"op": "add"}}, "INVALID_PATCH", ["body", "ops"]),
         (PatchBody, {"ops": [], "rebase": "true"}, "INVALID_FIELD", ["body", "rebase"]),
         (PatchBody, {}, "MISSING_FIELD", ["body", "ops"]),
         (PutBody, {"content": []}, "INVALID_FIELD", ["body", "content"]),
@@ -59,9 +64,26 @@ def test_unknown_members_are_reported_together_with_what_is_allowed():
 
 
 def test_a_bad_op_is_reported_as_the_domain_reports_it():
-    error = refused(PatchBody, {"ops": [{"op": "add", "path": "/a", "value": 1}, {"op": "x"}]})
-    assert error.code == "INVALID_PATCH" and error.details["op_index"] == 1
-    assert error.message.startswith("op 1: ")
+    ops = [{"op": "add", "path": "/a", "value": 1}, {"op": "x"}]
+    error = refused(PatchBody, {"ops": ops})
+    with pytest.raises(BadRequest) as domain:
+        parse_ops(ops)
+    assert (error.code, error.message) == ("INVALID_PATCH", domain.value.message)
+    assert error.details == {"op_index": 1, "location": ["body", "ops", 1]}
+
+
+def test_a_bad_body_identifier_is_worded_as_a_bad_path_identifier():
+    error = refused(AssembleBody, {"profile_id": "../p"})
+    with pytest.raises(BadRequest) as domain:
+        check_identifier("profile_id", "../p")
+    assert (error.code, error.message) == (domain.value.code, domain.value.message)
+
+
+def test_a_domain_error_keeps_its_place_among_the_others():
+    bad_op = {"op": "x", "path": "/a"}
+    assert refused(PatchBody, {"ops": [bad_op], "zz": 1}).code == "UNKNOWN_FIELD"
+    assert refused(PatchBody, {"profile_id": "../p", "ops": [bad_op]}).code == "INVALID_IDENTIFIER"
+    assert refused(PatchBody, {"ops": [bad_op], "rebase": "x"}).code == "INVALID_PATCH"
 
 
 def test_strict_types_are_not_coerced():

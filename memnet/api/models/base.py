@@ -20,14 +20,14 @@ from pydantic import (
     Field,
     StrictStr,
     ValidationError,
+    ValidationInfo,
 )
 from pydantic_core import ErrorDetails, PydanticCustomError
 
 from memnet.domain.envelope import canonical
 from memnet.domain.errors import BadRequest
-from memnet.domain.identifiers import SEGMENT
-
-MAX_EVIDENCE_CHARS = 4096
+from memnet.domain.event_model import MAX_EVIDENCE_CHARS
+from memnet.domain.identifiers import SEGMENT, check_identifier
 
 
 def _integral(value: object) -> object:
@@ -61,14 +61,13 @@ class Body(BaseModel):
 
     MISSING_CODE: ClassVar[str] = "INVALID_FIELD"
     """The code of an absent required member."""
-    FIELD_CODES: ClassVar[dict[str, str]] = {}
-    """Codes other than INVALID_FIELD for a bad value under a top-level member."""
 
 
-def _identifier(value: str) -> str:
-    if not SEGMENT.fullmatch(value):
-        raise PydanticCustomError("invalid_identifier", "must match {pattern}", _PATTERN)
-    return value
+def _identifier(value: str, info: ValidationInfo) -> str:
+    try:
+        return check_identifier(info.field_name or "id", value)
+    except BadRequest as error:
+        raise carried(error) from None
 
 
 def _evidence(value: dict[str, Any]) -> dict[str, Any]:
@@ -77,14 +76,12 @@ def _evidence(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def segment_schema() -> dict[str, Any]:
-    return {"type": "string", "pattern": f"^{SEGMENT.pattern}$"}
-
-
-_PATTERN = {"pattern": f"^{SEGMENT.pattern}$"}
+IDENTIFIER = {"type": "string", "pattern": f"^{SEGMENT.pattern}$"}
+"""The JSON Schema of an identifier (a path's or a body's)."""
+_PATTERN = {"pattern": IDENTIFIER["pattern"]}
 Identifier = Annotated[StrictStr, AfterValidator(_identifier), Field(json_schema_extra=_PATTERN)]
-"""An id (spec identifier grammar); a bad one is ``INVALID_IDENTIFIER`` as in a path."""
-SegmentStr = Annotated[StrictStr, Field(pattern=f"^{SEGMENT.pattern}$")]
+"""An id (spec identifier grammar), checked and worded as in a path."""
+SegmentStr = Annotated[StrictStr, Field(pattern=IDENTIFIER["pattern"])]
 """An identifier-shaped filter value; a bad one is a plain ``INVALID_FIELD``."""
 Evidence = Annotated[dict[str, Any], AfterValidator(_evidence)]
 ModelT = TypeVar("ModelT", bound=Body)
@@ -98,10 +95,17 @@ def validated(model: type[ModelT], body: dict[str, Any]) -> ModelT:
         raise bad_request(model, exc) from None
 
 
+def carried(error: BadRequest) -> PydanticCustomError:
+    """``error``, raised by a domain check a validator calls, as pydantic collects it (it
+    lets only ``ValueError`` and its own through): :func:`bad_request` reports it as the
+    domain worded it, so each rule has one wording wherever its input comes from."""
+    return PydanticCustomError("domain", "{message}", {"message": error.message, "error": error})
+
+
 def bad_request(model: type[Body], exc: ValidationError) -> BadRequest:
     """The one translation of pydantic's errors: unknown top-level members together
     (``UNKNOWN_FIELD`` with ``fields`` and ``allowed``), else the first error."""
-    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    errors = exc.errors(include_url=False, include_input=False)
     unknown = sorted(str(_echo(e["loc"][0])) for e in errors if _unknown_member(e))
     if unknown:
         return BadRequest(
@@ -130,12 +134,12 @@ def _echo(part: str | int) -> str | int:
 
 
 def _first(model: type[Body], error: ErrorDetails) -> BadRequest:
-    loc = tuple(_echo(part) for part in error["loc"])
+    loc = [_echo(part) for part in error["loc"]]
+    if error["type"] == "domain":
+        found: BadRequest = error["ctx"]["error"]
+        found.details.setdefault("location", ["body", *loc])
+        return found
     top = str(loc[0]) if loc else "body"
-    code = model.FIELD_CODES.get(top)
-    if code == "INVALID_PATCH" and len(loc) > 1 and isinstance(loc[1], int):
-        member = ".".join(str(part) for part in loc[3:])  # loc[2] is the op's name
-        return _invalid_op(loc[1], f"{member}: {_message(error)}" if member else _message(error))
     if error["type"] == "missing" and len(loc) == 1:
         return BadRequest(
             f"Body needs {top!r}.", code=model.MISSING_CODE, field=top, location=["body", top]
@@ -143,29 +147,13 @@ def _first(model: type[Body], error: ErrorDetails) -> BadRequest:
     field = ".".join(str(part) for part in loc) or "body"
     return BadRequest(
         f"{field}: {_message(error)}",
-        code=code or _CODES.get(error["type"], "INVALID_FIELD"),
+        code="INVALID_FIELD",
         field=field,
         location=["body", *loc],
     )
 
 
-def _invalid_op(index: int, reason: str) -> BadRequest:
-    """As :func:`memnet.domain.patching.parse_ops` reports an op."""
-    return BadRequest(
-        f"op {index}: {reason}.",
-        code="INVALID_PATCH",
-        op_index=index,
-        location=["body", "ops", index],
-    )
-
-
 def _message(error: ErrorDetails) -> str:
-    """pydantic's message, with our own where it would repeat the input (a bad op tag is
-    echoed as a Python repr) and never longer than a line."""
-    if error["type"] == "union_tag_invalid":
-        return "op must be one of add, remove, replace, move, copy, test"
+    """pydantic's message, never longer than a line."""
     message = str(error["msg"]).removeprefix("Value error, ")
     return message if len(message) <= 200 else message[:200] + "..."
-
-
-_CODES = {"invalid_identifier": "INVALID_IDENTIFIER"}

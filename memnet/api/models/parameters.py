@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from memnet.api.models.base import IDENTIFIER
 from memnet.domain.identifiers import SEGMENT
 from memnet.domain.proposals import PROPOSAL_ID
 
 if TYPE_CHECKING:
     from memnet.api.models.routes import Route
 
-IDENTIFIER = {"type": "string", "pattern": f"^{SEGMENT.pattern}$"}
 _LAST = SEGMENT.pattern.replace("{0,127}", "{0,122}")
 DOCUMENT_PATH = {
     "type": "string",

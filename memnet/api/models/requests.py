@@ -1,8 +1,9 @@
 """Request bodies of the HTTP routes (docs/api.md), as strict pydantic models: what the
 handlers validate and what the OpenAPI document (:mod:`memnet.api.openapi`) describes.
 
-Event digests and snapshot transcripts are checked by the domain
-(:mod:`memnet.domain.event_model`, :mod:`memnet.domain.transcript`), which also checks
+A patch's ops, event digests and snapshot transcripts are checked by the domain
+(:func:`memnet.domain.patching.parse_ops`, :mod:`memnet.domain.event_model`,
+:mod:`memnet.domain.transcript`), which also checks the patches the services make and
 stored blobs; their models here describe the same rules for OpenAPI only.
 """
 
@@ -15,6 +16,8 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
+    PlainValidator,
     StrictBool,
     StrictInt,
     StrictStr,
@@ -24,15 +27,18 @@ from pydantic import (
 from pydantic import BaseModel as _Model
 
 from memnet.api.models.base import (
+    IDENTIFIER,
     INTEGRAL,
     NOT_BLANK,
     Body,
     Evidence,
     Identifier,
     SegmentStr,
-    segment_schema,
+    carried,
 )
+from memnet.domain.errors import BadRequest
 from memnet.domain.event_model import MAX_OFFSET
+from memnet.domain.patching import Op, parse_ops
 from memnet.domain.timestamps import InvalidTimestamp, format_timestamp, parse_timestamp
 
 Reason = Literal["live_update", "replay_update", "admin_migration"]
@@ -87,6 +93,17 @@ PatchOp = Annotated[
 ]
 
 
+def _ops(raw: object) -> list[Op]:
+    """The ops as the domain parses every patch (pointers included), its errors worded
+    there once; located at the op (``["body", "ops", index]``)."""
+    try:
+        return parse_ops(raw)
+    except BadRequest as error:
+        index = error.details.get("op_index")
+        error.details["location"] = ["body", "ops", *([] if index is None else [index])]
+        raise carried(error) from None
+
+
 class _Write(Body):
     MISSING_CODE: ClassVar[str] = "MISSING_FIELD"
     profile_id: Identifier | None = None
@@ -97,8 +114,11 @@ class _Write(Body):
 class PatchBody(_Write):
     """``PATCH`` of a document: a JSON Patch (RFC 6902) and its provenance."""
 
-    FIELD_CODES: ClassVar[dict[str, str]] = {"ops": "INVALID_PATCH"}
-    ops: list[PatchOp]
+    ops: Annotated[
+        list[Op],
+        PlainSerializer(lambda ops: [op.as_json() for op in ops]),  # keeps Op out of OpenAPI
+        PlainValidator(_ops, json_schema_input_type=list[PatchOp]),
+    ]
     reason: Reason = "live_update"
     confidence: Fraction | None = None
     rebase: StrictBool = False
@@ -167,8 +187,8 @@ def _listed(value: object) -> object:
 
 _FILTER_SCHEMA = {
     "anyOf": [
-        segment_schema(),
-        {"type": "array", "items": segment_schema(), "minItems": 1, "maxItems": 20},
+        IDENTIFIER,
+        {"type": "array", "items": IDENTIFIER, "minItems": 1, "maxItems": 20},
     ]
 }
 Filter = Annotated[
