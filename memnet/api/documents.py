@@ -7,7 +7,6 @@ import re
 
 from memnet.api import listing, parsing
 from memnet.api.endpoint import RequestContext, endpoint
-from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import PatchBody, PutBody
 from memnet.domain.callers import Caller
@@ -111,10 +110,10 @@ def _write_command(
 
 def _render(response: Response, caller: Caller) -> ApiResponse:
     """The write's response; a caller without the ``read`` role gets no document."""
-    body = response["body"]
+    body = response.body
     if not caller.may_read():
         body = {k: v for k, v in body.items() if k != "document"}
     headers = {"ETag": body["etag"]}
-    if response.get("replayed"):
+    if response.replayed:
         headers["Idempotent-Replayed"] = "true"
-    return ApiResponse.json(created_status(response), body, headers)
+    return ApiResponse.json(response.status, body, headers)

@@ -5,9 +5,6 @@ resource."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from memnet.api.http import ApiResponse
 from memnet.domain.errors import (
     BadRequest,
@@ -41,14 +38,6 @@ STATUS: dict[type[MemnetError], int] = {
     TooManyRequests: 429,
     Unavailable: 503,
 }
-
-
-def created_status(response: Mapping[str, Any]) -> int:
-    """201 for a write that created its resource, else 200 (a stored response written
-    before services said ``created`` carries its status instead)."""
-    if "created" in response:
-        return 201 if response["created"] else 200
-    return int(response.get("status", 200))
 
 
 def status_of(error: MemnetError) -> int:

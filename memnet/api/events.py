@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from memnet.api import parsing
 from memnet.api.endpoint import RequestContext, endpoint
-from memnet.api.errors import created_status
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import ReindexBody, SearchBody
 from memnet.domain.callers import Caller
@@ -25,8 +24,8 @@ def write_event(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     key = parsing.idempotency_key(request)
     fingerprint = parsing.fingerprint(request, ctx.caller.caller_id, body)
     response = ctx.services.events.write(ctx.caller, tenant_id, user_id, body, key, fingerprint)
-    headers = {"Idempotent-Replayed": "true"} if response.get("replayed") else {}
-    return ApiResponse.json(created_status(response), response["body"], headers)
+    headers = {"Idempotent-Replayed": "true"} if response.replayed else {}
+    return ApiResponse.json(response.status, response.body, headers)
 
 
 @endpoint()

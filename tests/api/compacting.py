@@ -39,7 +39,7 @@ def put(services: Services, ref: DocumentRef, content: dict[str, Any]) -> str:
     current = services.documents.load(ref)
     pre = Precondition(if_match=current.etag) if current else Precondition(create=True)
     reply = services.documents.replace(AGENT, command(ref, precondition=pre, content=content))
-    return str(reply["body"]["etag"])
+    return str(reply.body["etag"])
 
 
 def patch(

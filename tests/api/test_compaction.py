@@ -284,5 +284,5 @@ def test_a_failed_enqueue_never_fails_the_write(services: Services, monkeypatch,
         PROJECT,
         [{"op": "add", "path": "/content/recent_notes/-", "value": item}],
     )
-    assert reply["body"]["etag"] and item in content(services, PROJECT)["recent_notes"]
+    assert reply.body["etag"] and item in content(services, PROJECT)["recent_notes"]
     assert "after-commit hook failed" in caplog.text

@@ -70,7 +70,7 @@ def test_a_low_confidence_write_does_not_restore(services: Services):
     run(services)
     add = [{"op": "add", "path": "/content/durable_facts/-", "value": STALE}]
     reply = patch(services, DYNAMIC, add, confidence=0.75, evidence={"message_ids": ["m2"]})
-    assert reply["body"]["redirected_ops"]
+    assert reply.body["redirected_ops"]
     after = content(services, DYNAMIC)
     assert after["durable_facts"] == []
     assert [p["proposed_by"] for p in after["pending_confirmations"]] == [FRESHNESS_CALLER, "agent"]

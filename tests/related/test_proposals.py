@@ -275,8 +275,8 @@ def test_jobs_are_not_held_to_review_required(related: World):
         evidence={"job": "compaction"},
     )
     written = related.services.documents.patch(job, command)
-    assert "redirected_ops" not in written["body"]
-    assert written["body"]["document"]["content"]["memories"]["a2p:semantic"] == [value]
+    assert "redirected_ops" not in written.body
+    assert written.body["document"]["content"]["memories"]["a2p:semantic"] == [value]
 
 
 def test_the_compaction_job_removes_expired_proposals(a2p: ApiClient, related: World):

@@ -117,7 +117,7 @@ def test_a_users_own_token_reads_but_never_changes_shared_documents(related: Wor
     own = related.services.documents.patch(
         user_token, _command(DocumentRef("t1", "u1", "semantic", "knowledge.json"))
     )
-    assert own["created"] is True
+    assert own.created is True
 
 
 def test_one_idempotency_key_through_two_users_paths_is_two_requests(soorma: ApiClient):

@@ -277,4 +277,4 @@ def test_a_jobs_write_keeps_the_expiry_it_found(soorma: ApiClient, related: Worl
         "memnet-forget", frozenset({"t1"}), frozenset({"*"}), frozenset({"read", "write"})
     )
     written = related.services.documents.patch(caller, job)
-    assert written["body"]["document"]["expires_at"] == made.data["document"]["expires_at"]
+    assert written.body["document"]["expires_at"] == made.data["document"]["expires_at"]

@@ -434,5 +434,5 @@ def _document_ref(name: str) -> tuple[str, str, str, str] | None:
 
 
 def _change_id(response: Response) -> str | None:
-    document = response["body"].get("document") or {}
+    document = response.body.get("document") or {}
     return document.get("change_id")

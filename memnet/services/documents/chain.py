@@ -8,6 +8,7 @@ a crash or a lost response), and which records no document reached (orphans)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -200,11 +201,10 @@ def write_response(
         body["rebased_from"] = record.rebased_from
     if unchanged:
         body["unchanged"] = True
-    return {"created": record.operation == "create", "body": body}
+    return Response(record.operation == "create", body)
 
 
 def _without_document(response: Response) -> Response:
     """A landed change whose document cannot be rebuilt any more (its earlier history
     is past the audit horizon): the response says so instead of showing a wrong one."""
-    body = {**response["body"], "document": None, "history_truncated": True}
-    return {**response, "body": body}
+    return replace(response, body={**response.body, "document": None, "history_truncated": True})

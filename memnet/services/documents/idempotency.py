@@ -18,7 +18,7 @@ import json
 import math
 import secrets
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -29,7 +29,7 @@ from memnet.domain.timestamps import format_timestamp, parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
 from memnet.services.records import dump, retrying
 
-Response = dict[str, Any]
+Json = dict[str, Any]
 MAX_KEY_CHARS = 255
 
 
@@ -37,6 +37,30 @@ def key_hash(caller_id: str, key: str) -> str:
     """The stored name of a caller's key: keys are scoped to the caller as well as the
     tenant and user, so another caller who guesses a key first cannot claim it."""
     return hashlib.sha256(json.dumps([caller_id, key]).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a write answers, and what its claim keeps for a repeat of the request:
+    whether it created its resource, the body, and (a repeat's) that it was replayed."""
+
+    created: bool
+    body: Json
+    replayed: bool = False
+
+    def as_json(self) -> Json:
+        found: Json = {"created": self.created, "body": self.body}
+        return {**found, "replayed": True} if self.replayed else found
+
+    @property
+    def status(self) -> int:
+        return 201 if self.created else 200
+
+    @classmethod
+    def from_json(cls, stored: Json) -> Response:
+        # a response stored before services said "created" carries its status instead
+        created = stored["created"] if "created" in stored else stored.get("status") == 201
+        return cls(bool(created), stored["body"], bool(stored.get("replayed")))
 
 
 @dataclass(frozen=True)
@@ -53,16 +77,19 @@ class Claim:
     expires_at: str
     response: Response | None = None  # when complete
 
-    def as_json(self) -> Response:
-        found = asdict(self)
+    def as_json(self) -> Json:
+        found = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.response is None:
             del found["response"]
+        else:
+            found["response"] = self.response.as_json()
         return found
 
     @classmethod
-    def from_json(cls, stored: Response) -> Claim:
-        known: Response = {f.name: stored.get(f.name) for f in fields(cls)}
-        return cls(**known)
+    def from_json(cls, stored: Json) -> Claim:
+        known: Json = {f.name: stored.get(f.name) for f in fields(cls)}
+        answer = known["response"]
+        return cls(**{**known, "response": None if answer is None else Response.from_json(answer)})
 
 
 @dataclass(frozen=True)

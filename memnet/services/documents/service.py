@@ -376,9 +376,9 @@ def _viewed(
 ) -> Response:
     """``response`` as ``caller`` may see it (every path: written, replayed, settled after
     a lost response); ``written``: the caller's own ops, whose paths the answer names."""
-    if rules is None or not isinstance(response.get("body"), dict):
+    if rules is None:
         return response
-    return {**response, "body": view_answers.shown_body(response["body"], caller, rules, written)}
+    return replace(response, body=view_answers.shown_body(response.body, caller, rules, written))
 
 
 def _serialised(document: dict[str, Any]) -> str:
@@ -396,9 +396,9 @@ def _same_content(before: dict[str, Any], after: dict[str, Any]) -> bool:
 
 def _outcome(response: Response) -> str:
     """The ``memnet.patch.outcomes`` outcome of a PATCH that answered 200: one per request."""
-    if response.get("replayed"):
+    if response.replayed:
         return "idempotent_replay"  # the stored response of an earlier request
-    return "redirected" if response["body"].get("redirected_ops") else "applied"
+    return "redirected" if response.body.get("redirected_ops") else "applied"
 
 
 def _failed_outcome(error: Exception) -> str | None:

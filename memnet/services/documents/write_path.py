@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memnet.domain.audit_records import AuditRecord
@@ -110,7 +110,7 @@ class WritePath:
             lambda change_id: self._chain.committed_response(ref, change_id),
         )
         if isinstance(claimed, Replay):
-            return self._unexpired({**claimed.response, "replayed": True})
+            return self._unexpired(replace(claimed.response, replayed=True))
         try:
             response = attempt(claimed)
         except OutcomeUnknown as unknown:
@@ -178,9 +178,9 @@ class WritePath:
     def _unexpired(self, response: Response) -> Response:
         """``response`` without its document if that has expired since: a repeated
         request must not show what a GET no longer does."""
-        document = response.get("body", {}).get("document")
+        document = response.body.get("document")
         if isinstance(document, dict) and expired(document, self._clock.now()):
-            return {**response, "body": {**response["body"], "document": None}}
+            return replace(response, body={**response.body, "document": None})
         return response
 
     def _committed(self, change: Committed) -> None:

@@ -116,7 +116,7 @@ class EventService:
             lambda change_id: self._already_stored(draft.final(change_id)),
         )
         if isinstance(outcome, Replay):
-            return {**outcome.response, "replayed": True}
+            return replace(outcome.response, replayed=True)
         record = draft.final(outcome.change_id)
         try:
             created = self._store(record)
@@ -171,7 +171,7 @@ class EventService:
     def _response(self, record: EventRecord, created: bool) -> Response:
         """What the write answers; ``created`` is False when the event already existed."""
         body = {"event": record.as_json(), "indexed": self._index_now(record)}
-        return {"created": created, "body": body}
+        return Response(created, body)
 
     def _already_stored(self, record: EventRecord) -> Response | None:
         try:

@@ -29,6 +29,7 @@ from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.retraction import points_at, retract
 from memnet.ports import BlobNotFound, BlobStore
 from memnet.services.documents.expiry import DocumentExpiry, document_ref
+from memnet.services.documents.idempotency import Response
 from memnet.services.documents.service import DocumentService
 from memnet.services.forget.ledger import FORGET_CALLER, Job, JobStore
 from memnet.services.profiles.registry import ProfileRegistry
@@ -162,7 +163,7 @@ class DocumentRetraction:
                 {"namespace": ref.namespace, "path": ref.path, "code": refused.code}
             )
         if outcome == "written":
-            document = response["body"].get("document") or {}
+            document = response.body.get("document") or {}
             state["retracted"].append(
                 {
                     "namespace": ref.namespace,
@@ -177,7 +178,7 @@ class DocumentRetraction:
 
     def _patch_or_replace(
         self, caller: Caller, ref: DocumentRef, planned: dict[str, Any], state: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> Response:
         command = WriteCommand(
             ref=ref,
             profile_id=planned["profile_id"],

@@ -207,9 +207,9 @@ class ProposalReview:
             origin={"review": decided.recorded()},
         )
         response = self._documents.patch(_writer(caller, ref.tenant_id), command)
-        body = response["body"]
+        body = response.body
         document = body.get("document") if caller.may_read() else None
-        return Reviewed(decided, body.get("etag"), document, bool(response.get("replayed")))
+        return Reviewed(decided, body.get("etag"), document, response.replayed)
 
     def _earlier(
         self,

@@ -59,7 +59,7 @@ def _outcome(
         return {"outcome": "conflict", "conflict": error.details.get("rebase")}
     except MemnetError as error:
         return {"outcome": "rejected", "code": error.code, "reason": error.message}
-    body = response["body"]
+    body = response.body
     if body.get("unchanged"):
         return {"outcome": "unchanged"}
     if body.get("redirected_ops"):

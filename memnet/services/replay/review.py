@@ -104,7 +104,7 @@ class ReplayReview:
             if error.code.startswith("IDEMPOTENCY"):
                 raise
             return self._records.update(ref, reject_parked(index, error))
-        return self._records.update(ref, add_change(patch, response["body"], retried=attempt))
+        return self._records.update(ref, add_change(patch, response.body, retried=attempt))
 
     def _retry_later(
         self, ref: SnapshotRef, index: int, attempt: int, error: EtagMismatch
@@ -163,7 +163,7 @@ class ReplayReview:
         replayer = replay_caller(ref, record.profile_id, record.clearance)
         response = self._documents.patch(replayer, now)
         return self._records.update(
-            ref, add_change(patch, response["body"], resolved_by=caller.caller_id)
+            ref, add_change(patch, response.body, resolved_by=caller.caller_id)
         )
 
     def unresolved(

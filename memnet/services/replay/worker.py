@@ -417,7 +417,7 @@ class ReplayService:
             if error.code.startswith("IDEMPOTENCY"):
                 raise  # another worker holds this patch right now: retry the message
             return self._records.update(ref, add_rejection("patch", index, error))
-        return self._records.update(ref, add_change(patch, response["body"]))
+        return self._records.update(ref, add_change(patch, response.body))
 
 
 def _similarity(embedder: Embedder) -> Similar:
