@@ -90,9 +90,8 @@ def reindex(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
             field="user_id",
             location=["body", "user_id"],
         )
-    return ApiResponse.json(
-        202, ctx.services.events.reindex(ctx.caller, body.tenant_id, body.user_id)
-    )
+    receipt = ctx.services.events.reindex(ctx.caller, body.tenant_id, body.user_id)
+    return ApiResponse.json(202, receipt.as_json())
 
 
 def _query(tenant_id: str, user_id: str, body: SearchBody) -> EventQuery:

@@ -45,10 +45,10 @@ def _reindex(args: argparse.Namespace) -> int:
 
     services = load(args)
     receipt = services.events.reindex(OPERATOR, args.tenant, args.user)
-    print(json.dumps(receipt, indent=2))
+    print(json.dumps(receipt.as_json(), indent=2))
     if args.drain:
         report = services.events.drain()
-        print(json.dumps(report.as_dict(), indent=2))
+        print(json.dumps(report.as_json(), indent=2))
         print(f"index worker: {report.jobs} jobs done, {services.queue.count(INDEX_QUEUE)} left")
     return 0
 

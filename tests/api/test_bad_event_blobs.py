@@ -71,12 +71,12 @@ def test_reindex_indexes_the_good_events_and_reports_the_bad_ones(
     services.index.delete("t1", "u1", good)  # a lost index, to be rebuilt
     plant(services, {**BAD, **LEGACY})
     receipt = services.events.reindex(OPERATOR, "t1", "u1")
-    assert (receipt["events"], receipt["messages"]) == (12, 1)  # one job holds them all
+    assert (receipt.events, receipt.messages) == (12, 1)  # one job holds them all
     report = services.events.drain()
     assert (report.jobs, report.indexed, len(report.skipped)) == (1, 6, len(BAD))
     assert {s.event_id for s in report.skipped} == set(BAD)
     assert all(s.reason for s in report.skipped)
-    assert report.as_dict()["skipped"] == len(BAD)
+    assert report.as_json()["skipped"] == len(BAD)
     assert indexed_ids(services) == {*good, *LEGACY}
     assert services.queue.count(INDEX_QUEUE) == 0
     (hit,) = services.index.search(EventQuery("t1", "u1", text="planted evt_lowercase"))

@@ -308,7 +308,7 @@ def test_reindex_of_everything_drops_entries_of_tenants_without_blobs(
     ghost = IndexedEvent("t9", "u9", "evt_gone", "2026-03-04T00:00:00Z", "s", "chat", "ghost")
     services.index.upsert([ghost])
     receipt = services.events.reindex(OPERATOR, None, None)
-    assert (receipt["events"], receipt["stale_entries"]) == (3, 1)
+    assert (receipt.events, receipt.stale_entries) == (3, 1)
     drain(services)
     assert list(services.index.list_event_ids("t9")) == []
     assert len(list(services.index.list_event_ids("t1"))) == 3

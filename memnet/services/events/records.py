@@ -137,7 +137,7 @@ class IndexReport:
         self.embedded += other.embedded
         self.skipped.extend(other.skipped)
 
-    def as_dict(self) -> Json:
+    def as_json(self) -> Json:
         """JSON-ready: ``skipped`` is the count, ``skipped_events`` lists them."""
         fields = asdict(self)
         return {**fields, "skipped": len(self.skipped), "skipped_events": fields["skipped"]}

@@ -42,7 +42,7 @@ from memnet.services.forget.tombstones import Tombstones
 from memnet.services.records import Json, dump
 from memnet.services.search.embedder_probe import EmbedderProbe
 from memnet.services.search.fusion import fuse
-from memnet.services.search.index import INDEX_QUEUE, IndexJobs
+from memnet.services.search.index import INDEX_QUEUE, IndexJobs, Reindexing
 from memnet.services.search.vectors import EventVectors
 
 log = logging.getLogger("memnet.services.events.service")
@@ -269,7 +269,7 @@ class EventService:
 
     # -- the index side, in memnet.services.search.index --------------------------------------
 
-    def reindex(self, caller: Caller, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
+    def reindex(self, caller: Caller, tenant_id: str | None, user_id: str | None) -> Reindexing:
         """Queue the rebuild of one user's, one tenant's or (admins bound to every
         tenant) the whole index from the event blobs (:meth:`IndexJobs.reindex`)."""
         _require_scope(caller, tenant_id)

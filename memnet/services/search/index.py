@@ -19,8 +19,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import astuple
-from typing import Any
+from dataclasses import asdict, astuple, dataclass, replace
 
 from memnet.domain.errors import BadRequest
 from memnet.domain.event_model import parse_stored
@@ -71,18 +70,15 @@ class IndexJobs:
         self._model_checked = vectors is None  # nothing to check without an embedder
         self._model_lock = threading.Lock()
 
-    def reindex(self, tenant_id: str | None, user_id: str | None) -> dict[str, Any]:
+    def reindex(self, tenant_id: str | None, user_id: str | None) -> Reindexing:
         """Queue index jobs for every event blob in scope, and delete jobs for index
         entries whose blob is gone. Scope: one user, one tenant, or everything."""
         found = _group(self._event_names(tenant_id, user_id))
         messages = sum(self.enqueue("index", t, u, ids) for (t, u), ids in found.items())
         stale = self._stale(found, tenant_id, user_id)
         messages += sum(self.enqueue("delete", t, u, ids) for (t, u), ids in stale.items())
-        return {
-            "events": sum(map(len, found.values())),
-            "stale_entries": sum(map(len, stale.values())),
-            "messages": messages,
-        }
+        events, gone = sum(map(len, found.values())), sum(map(len, stale.values()))
+        return Reindexing(events=events, stale_entries=gone, messages=messages)
 
     def _event_names(self, tenant_id: str | None, user_id: str | None) -> Iterator[str]:
         if tenant_id and user_id:
@@ -206,19 +202,14 @@ class IndexJobs:
         itself (its claim withdrawn) or, after :data:`CLAIM_SECONDS`, by anyone."""
         try:
             held = self._blobs.read(vector_model_name())
-            recorded, condition = _recorded(held.data), Condition.match(held.etag)
+            recorded, condition = ModelRecord.parse(held.data), Condition.match(held.etag)
         except BlobNotFound:
-            recorded, condition = {}, Condition.create_only()
-        if recorded.get("model") == model:
-            claimed = recorded.get("claimed_at")
-            age = time.time() - claimed if isinstance(claimed, (int, float)) else math.inf
-            if recorded.get("pending") is not True or age < CLAIM_SECONDS:
-                return False  # done, or under way elsewhere
-        previous = recorded.get("previous") if recorded.get("model") == model else None
-        previous = previous if isinstance(previous, str) else recorded.get("model")
-        claim = {"model": model, "previous": previous, "pending": True, "claimed_at": time.time()}
+            recorded, condition = None, Condition.create_only()
+        if recorded is not None and not recorded.needs_claim(model, time.time()):
+            return False  # done, or under way elsewhere
+        claim = ModelRecord.claiming(model, recorded, time.time())
         try:
-            etag = self._blobs.write(vector_model_name(), json.dumps(claim).encode(), condition)
+            etag = self._blobs.write(vector_model_name(), claim.encoded(), condition)
         except PreconditionFailed:
             return False  # another worker claimed it and queues the reindex
         try:
@@ -226,20 +217,18 @@ class IndexJobs:
         except Exception:
             self._withdraw(recorded, etag)
             raise
-        log.info("embedding model %s (was %s): reindex queued %s", model, previous, queued)
-        done = json.dumps({**claim, "pending": False}).encode()
+        log.info("embedding model %s (was %s): reindex queued %s", model, claim.previous, queued)
+        done = replace(claim, pending=False).encoded()
         with contextlib.suppress(PreconditionFailed):  # claimed again meanwhile: theirs now
             self._blobs.write(vector_model_name(), done, Condition.match(etag))
         return True
 
-    def _withdraw(self, recorded: dict[str, Any], etag: str) -> None:
+    def _withdraw(self, recorded: ModelRecord | None, etag: str) -> None:
         """Put the record back as it was before this claim (best effort: a claim left
         behind is taken up after :data:`CLAIM_SECONDS`)."""
         try:
-            if recorded:
-                self._blobs.write(
-                    vector_model_name(), json.dumps(recorded).encode(), Condition.match(etag)
-                )
+            if recorded is not None:
+                self._blobs.write(vector_model_name(), recorded.encoded(), Condition.match(etag))
             else:
                 self._blobs.delete(vector_model_name(), Condition.match(etag))
         except Exception:
@@ -337,13 +326,66 @@ class IndexJobs:
         return report
 
 
-def _recorded(data: bytes) -> dict[str, Any]:
-    """The model record, or {} for one that is not a JSON object (overwritten)."""
-    try:
-        recorded = json.loads(data)
-    except ValueError:
-        return {}
-    return recorded if isinstance(recorded, dict) else {}
+@dataclass(frozen=True)
+class Reindexing:
+    """What a reindex queued: the event blobs in scope, the index entries whose blob is
+    gone, and the messages sent for both."""
+
+    events: int
+    stale_entries: int
+    messages: int
+
+    def as_json(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """Which embedding model the index's vectors are being (``pending``) or were made
+    with, and the one before it; a claim is taken at ``claimed_at`` (Unix seconds)."""
+
+    model: str | None
+    previous: str | None = None
+    pending: bool = False
+    claimed_at: float | None = None
+
+    @classmethod
+    def parse(cls, data: bytes) -> ModelRecord | None:
+        """The stored record; None for one that is not a JSON object (overwritten).
+        Members of the wrong type read as absent."""
+        try:
+            found = json.loads(data)
+        except ValueError:
+            return None
+        if not isinstance(found, dict):
+            return None
+        model, previous, claimed = (found.get(k) for k in ("model", "previous", "claimed_at"))
+        return cls(
+            model if isinstance(model, str) else None,
+            previous if isinstance(previous, str) else None,
+            found.get("pending") is True,
+            float(claimed) if isinstance(claimed, (int, float)) else None,
+        )
+
+    @classmethod
+    def claiming(cls, model: str, recorded: ModelRecord | None, now: float) -> ModelRecord:
+        """The claim for ``model`` over ``recorded``: a claim taken up again keeps the
+        model the vectors were made with before it."""
+        if recorded is None:
+            return cls(model, None, True, now)
+        previous = recorded.previous if recorded.model == model else None
+        return cls(model, previous if previous is not None else recorded.model, True, now)
+
+    def needs_claim(self, model: str, now: float) -> bool:
+        """Whether ``model`` needs a reindex claimed: the vectors were made with another,
+        or its claim is pending and older than :data:`CLAIM_SECONDS` (its claimer died)."""
+        if self.model != model:
+            return True
+        age = now - self.claimed_at if self.claimed_at is not None else math.inf
+        return self.pending and age >= CLAIM_SECONDS
+
+    def encoded(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
 
 
 def _group(names: Iterator[str]) -> dict[tuple[str, str], list[str]]:
