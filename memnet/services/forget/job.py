@@ -15,9 +15,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Literal
 
-Json = dict[str, Any]
+from memnet.services.records import Json
+
 Kind = Literal["forget_user", "forget_conversation"]
 Status = Literal["running", "done", "cancelled"]
 UserPhase = Literal["deleting", "verifying", "finishing"]
@@ -60,22 +61,23 @@ class PlannedWrite:
     kept: list[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ForgetJob:
-    """One forget job: who asked for what, where it stands, and what it deleted."""
+    """One forget job: who asked for what, where it stands, and what it deleted (fields
+    in the stored form's order)."""
 
     kind: Kind
     forget_id: str
     receipt_id: str
     tenant_id: str
     user_id: str
+    conversation_id: str = ""  # forget_conversation: the conversation
     requested_by: str
     started_at: str
+    completed_at: str | None = None
     status: Status
     phase: UserPhase | ConversationPhase
     run: str
-    conversation_id: str = ""  # forget_conversation: the conversation
-    completed_at: str | None = None
     sent: bool = False  # forget_user: its message was queued (a hint)
     deleted: Mapping[str, Tally] = field(default_factory=dict)
     late: int = 0
@@ -86,10 +88,10 @@ class ForgetJob:
     documents_after: str = ""
     pending_write: PlannedWrite | None = None
     retracted: tuple[Json, ...] = ()
-    not_retracted: tuple[Json, ...] = ()
     verification: Json | None = None
-    error: Json | None = None
     updated_at: str = ""  # set by every save
+    not_retracted: tuple[Json, ...] = ()
+    error: Json | None = None
 
     @classmethod
     def from_json(cls, stored: Json) -> ForgetJob:

@@ -4,14 +4,12 @@ hashes of the deleted names - never content), and who may see them."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Forbidden
 from memnet.domain.layout import receipt_name
 from memnet.services.forget.job import ForgetJob
+from memnet.services.records import Json
 
-Json = dict[str, Any]
 _VIEW = (
     *("forget_id", "tenant_id", "user_id", "status", "phase", "requested_by", "started_at"),
     *("completed_at", "late", "kept", "verification"),

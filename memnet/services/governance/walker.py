@@ -22,12 +22,11 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from memnet.domain.layout import sweep_state_name
 from memnet.domain.timestamps import format_millis, parse_timestamp
 from memnet.ports import BlobInfo, BlobNotFound, BlobStore, Clock, PreconditionFailed
-from memnet.services.records import JsonRecords
+from memnet.services.records import Json, JsonRecords
 
 Visit = Callable[[list[BlobInfo]], None]
 LEASE_SLACK = timedelta(seconds=60)  # beyond max_seconds: one slow page may overrun
@@ -45,7 +44,7 @@ class WalkReport:
     yielded: bool = False
     passes_completed: int = 0
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Json:
         return asdict(self)
 
 
@@ -63,10 +62,10 @@ class WalkState:
     last_pass_completed_at: str | None = None
 
     @classmethod
-    def from_json(cls, stored: dict[str, Any]) -> WalkState:
+    def from_json(cls, stored: Json) -> WalkState:
         return cls(**stored)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> Json:
         found = asdict(self)
         return {k: v for k, v in found.items() if v is not None or k not in _WHEN_SET}
 
