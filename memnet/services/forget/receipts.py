@@ -49,7 +49,7 @@ def public_view(job: ForgetJob) -> Json:
         view["receipt_id"] = job.receipt_id
         view["receipt_url"] = f"/v1/tenants/{job.tenant_id}/receipts/{job.receipt_id}"
     if job.of_conversation:
-        view.update(conversation_id=job.conversation_id, retracted=stored["retracted"])
+        view.update(conversation_id=job.conversation_id, retracted=list(job.retracted))
     return view
 
 
@@ -57,12 +57,11 @@ def build_receipt(job: ForgetJob) -> Json:
     """The deletion receipt: kinds, counts, times, who asked, what was kept and why, the
     verification (a user's), what was retracted (a conversation's), and hashes of the
     deleted names (never content)."""
-    stored = job.as_json()
     deleted = {
         kind: {"count": t.count, "names_chain_sha256": t.chain}
         for kind, t in sorted(job.deleted.items())
     }
-    receipt = {
+    receipt: Json = {
         "receipt_id": job.receipt_id,
         "type": job.kind,
         "forget_id": job.forget_id,
@@ -74,7 +73,7 @@ def build_receipt(job: ForgetJob) -> Json:
         "deleted": deleted,
         "total_deleted": sum(t.count for t in job.deleted.values()),
         "late_deleted": job.late,
-        "kept": stored["kept"],
+        "kept": dict(job.kept),
         "verification": job.verification,
         "manifests": {
             "count": job.seq,
@@ -86,7 +85,7 @@ def build_receipt(job: ForgetJob) -> Json:
         del receipt["verification"]
         receipt.update(
             conversation_id=job.conversation_id,
-            retracted=stored["retracted"],
+            retracted=list(job.retracted),
             not_retracted=list(job.not_retracted),
         )
     return receipt
