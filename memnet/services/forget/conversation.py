@@ -31,7 +31,7 @@ from memnet.domain.retraction import Matcher, points_at
 from memnet.ports import BlobNotFound, BlobStore, Clock, MessageQueue, SearchIndex
 from memnet.services.documents.expiry import DocumentExpiry, shortest_ttl
 from memnet.services.documents.service import DocumentService
-from memnet.services.forget.job import ConversationPhase, ForgetJob
+from memnet.services.forget.job import ConversationPhase, ForgetJob, JobMessage
 from memnet.services.forget.ledger import FORGET_CALLER, Job, Superseded, new_token
 from memnet.services.forget.receipts import accepted, public_view, require_any
 from memnet.services.forget.retraction import DocumentBusy, DocumentRetraction
@@ -114,11 +114,9 @@ class ForgetConversation:
     # -- the worker -----------------------------------------------------------------
 
     def run(self, message: dict[str, Any]) -> ForgetJob | None:
-        ids = (message["tenant_id"], message["user_id"], message["conversation_id"])
-        job = self._jobs.load(forget_conversation_job_name(*ids))
-        if job is None or job.state.forget_id != message["forget_id"]:
-            return None
-        if job.state.status != "running" or job.state.run != message["run"]:
+        sent = JobMessage.from_json(message)
+        job = self._jobs.load(sent.job_name)
+        if job is None or job.state.status != "running" or not sent.runs(job.state):
             return None
         deadline = time.monotonic() + self._forget.settings.job_max_seconds
         try:
@@ -137,8 +135,7 @@ class ForgetConversation:
 
     def gave_up(self, message: dict[str, Any]) -> None:
         """The message failed every delivery: queue the job again in five minutes."""
-        ids = (message["tenant_id"], message["user_id"], message["conversation_id"])
-        job = self._jobs.load(forget_conversation_job_name(*ids))
+        job = self._jobs.load(JobMessage.from_json(message).job_name)
         if job is not None and job.state.status == "running":
             job = self._jobs.save(job, replace(job.state, run=new_token()))
             self._forget.send(job.state, RETRY_AFTER_POISON)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Literal
 
+from memnet.domain.layout import forget_conversation_job_name, forget_job_name
 from memnet.services.records import Json
 
 Kind = Literal["forget_user", "forget_conversation"]
@@ -110,8 +111,6 @@ class ForgetJob:
         found = asdict(self)
         found.update(
             pending=None if self.pending is None else self.pending.as_json(),
-            deleted={k: asdict(v) for k, v in self.deleted.items()},
-            kept=dict(self.kept),
             retracted=list(self.retracted),
             not_retracted=list(self.not_retracted),
         )
@@ -122,11 +121,46 @@ class ForgetJob:
     def of_conversation(self) -> bool:
         return self.kind == "forget_conversation"
 
-    def message(self) -> Json:
+    def message(self) -> JobMessage:
         """The queue message that runs the job (its ``run`` token names this run)."""
-        stored = self.as_json()
-        keys = ("kind", "tenant_id", "user_id", "conversation_id", "forget_id", "run")
-        return {k: stored[k] for k in keys if k in stored}
+        return JobMessage(
+            kind=self.kind,
+            tenant_id=self.tenant_id,
+            user_id=self.user_id,
+            conversation_id=self.conversation_id,
+            forget_id=self.forget_id,
+            run=self.run,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobMessage:
+    """A ``memnet-forget`` message: the job it runs and the run it belongs to."""
+
+    kind: Kind
+    tenant_id: str
+    user_id: str
+    conversation_id: str = ""
+    forget_id: str
+    run: str
+
+    @classmethod
+    def from_json(cls, body: Json) -> JobMessage:
+        return cls(**{f.name: body[f.name] for f in fields(cls) if f.name in body})
+
+    def as_json(self) -> Json:
+        return {k: v for k, v in asdict(self).items() if v or k != "conversation_id"}
+
+    @property
+    def job_name(self) -> str:
+        if self.kind == "forget_user":
+            return forget_job_name(self.tenant_id, self.user_id)
+        return forget_conversation_job_name(self.tenant_id, self.user_id, self.conversation_id)
+
+    def runs(self, job: ForgetJob) -> bool:
+        """Whether the message is for ``job``'s current run (one with an older token is
+        a duplicate, or its job was handed to a newer message)."""
+        return (job.forget_id, job.run) == (self.forget_id, self.run)
 
 
 _USER_ABSENT = frozenset(

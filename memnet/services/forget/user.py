@@ -45,7 +45,7 @@ from memnet.ports import (
     Residue,
     SearchIndex,
 )
-from memnet.services.forget.job import ForgetJob
+from memnet.services.forget.job import ForgetJob, JobMessage
 from memnet.services.forget.ledger import (
     FORGET_QUEUE,
     INDEX,
@@ -217,7 +217,8 @@ class ForgetService:
 
     def send(self, state: ForgetJob, delay: int = 0) -> None:
         """Queue the message that runs ``state`` (a user's job or a conversation's)."""
-        self._queue.send(FORGET_QUEUE, json.dumps(state.message()), delay_seconds=delay)
+        body = json.dumps(state.message().as_json())
+        self._queue.send(FORGET_QUEUE, body, delay_seconds=delay)
 
     def _send(self, job: Job, delay: int = 0) -> Job:
         self.send(job.state, delay)
@@ -230,15 +231,13 @@ class ForgetService:
 
     def run(self, message: dict[str, Any]) -> ForgetJob | None:
         """One invocation for ``message``; the job's state afterwards (None: dropped)."""
-        name = forget_job_name(message["tenant_id"], message["user_id"])
+        sent = JobMessage.from_json(message)
         deadline = time.monotonic() + self._settings.job_max_seconds
 
         def attempt() -> ForgetJob | None:  # again after a lost race: if still this run's
-            job = self.jobs.load(name)
-            if job is None or job.state.forget_id != message["forget_id"]:
-                return None
-            if job.state.status == "done" or job.state.run != message["run"]:
-                return None  # finished, or not this run's (a duplicate message, or taken over)
+            job = self.jobs.load(sent.job_name)
+            if job is None or job.state.status == "done" or not sent.runs(job.state):
+                return None  # gone, finished, or not this run's (a duplicate, or taken over)
             return self._work(job, deadline).state
 
         try:
@@ -248,7 +247,7 @@ class ForgetService:
 
     def gave_up(self, message: dict[str, Any]) -> None:
         """The message failed every delivery: queue the job again in five minutes."""
-        job = self.jobs.load(forget_job_name(message["tenant_id"], message["user_id"]))
+        job = self.jobs.load(JobMessage.from_json(message).job_name)
         if job is not None and job.state.status != "done":
             log.error("forget %s failed every delivery; queued again", job.state.forget_id)
             self._again(job, RETRY_AFTER_POISON)
