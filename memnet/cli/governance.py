@@ -195,7 +195,7 @@ def _drive(services: Services, load: Any, run: Any, keys: list[str]) -> dict[str
             job = load()
             if job is None:
                 return {"status": "missing"}
-            state: dict[str, Any] = job.state
+            state: dict[str, Any] = job.state.as_json()
             deleted = sum(v["count"] for v in state.get("deleted", {}).values())
             if state["status"] != "running":
                 progress.show(deleted, state["status"])

@@ -22,7 +22,8 @@ from memnet.domain.errors import Conflict
 from memnet.domain.layout import SnapshotRef, forget_job_name, governance_prefix, user_prefix
 from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import Condition
-from memnet.services.forget.ledger import FORGET_QUEUE, ZERO_CHAIN, chained
+from memnet.services.forget.job import ZERO_CHAIN, chained
+from memnet.services.forget.ledger import FORGET_QUEUE
 from memnet.services.replay.writes import REPLAY_QUEUE
 from tests.api.forgetting import (
     build,
@@ -251,7 +252,7 @@ def test_a_message_that_failed_every_delivery_queues_the_job_again(services, age
     assert services.forget.run(json.loads(message.body)) is None  # its token is stale now
     job = json.loads(services.blobs.read(forget_job_name("t1", "u1")).data)
     keys = ("kind", "tenant_id", "user_id", "forget_id", "run")
-    assert services.forget.run({k: job[k] for k in keys})["status"] == "done"
+    assert services.forget.run({k: job[k] for k in keys}).status == "done"
 
 
 # -- what is left on disk (docs/forgetting.md, "What is left on disk") -------------------------

@@ -275,7 +275,7 @@ def test_a_sweep_bounded_by_time_and_page_size_resumes_and_finishes(start: Start
     assert all(r["continuation"] for r in runs[:-1]) and runs[-1]["continuation"] is None
     assert kinds(world) == {"documents": 1, "audit_horizon.json": 1, "replays": 1}
     state = world.services.retention.walker.state()
-    assert state is not None and state["passes_completed"] == 1
+    assert state is not None and state.passes_completed == 1
     assert world.sweep(max_seconds=0)["visited"] == 2  # a new pass, from the beginning
 
 

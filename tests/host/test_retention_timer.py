@@ -25,4 +25,4 @@ def test_firing_the_timer_runs_one_sweep_pass(services: Services) -> None:
     timers = {t.name: t for t in functions_of(function_app.app).timer_functions}
     fire_timer(timers["retention_sweep"], past_due=False)
     state = services.retention.walker.state()
-    assert state is not None and state["passes_completed"] == 1
+    assert state is not None and state.passes_completed == 1

@@ -57,7 +57,7 @@ def test_a_walker_whose_lapsed_lease_was_taken_over_stops_at_its_next_save(
     assert taken[0].yielded is False
     assert report.yielded is True and report.pages == 1
     state = slow.state()
-    assert state is not None and state["owner"] == other.owner
+    assert state is not None and state.owner == other.owner
 
 
 def test_a_dry_run_stops_at_its_limit_and_saves_nothing(tmp_path: Path) -> None:

@@ -20,24 +20,27 @@ from __future__ import annotations
 import json
 import secrets
 import time
+from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Conflict, NotFound
 from memnet.domain.layout import forget_conversation_job_name, user_prefix
-from memnet.domain.retraction import points_at
+from memnet.domain.retraction import Matcher, points_at
 from memnet.ports import BlobNotFound, BlobStore, Clock, MessageQueue, SearchIndex
 from memnet.services.documents.expiry import DocumentExpiry, shortest_ttl
 from memnet.services.documents.service import DocumentService
+from memnet.services.forget.job import ConversationPhase, ForgetJob, JobMessage
 from memnet.services.forget.ledger import FORGET_CALLER, Job, Superseded, new_token
-from memnet.services.forget.receipts import accepted, build_receipt, public_view, require_any
+from memnet.services.forget.receipts import accepted, public_view, require_any
 from memnet.services.forget.retraction import DocumentBusy, DocumentRetraction
-from memnet.services.forget.tombstones import DONE
 from memnet.services.forget.user import RETRY_AFTER_POISON, ForgetService
 from memnet.services.governance.holds import LegalHolds
 from memnet.services.profiles.registry import ProfileRegistry
 
-PHASES = ("snapshots", "replays", "events", "documents", "finishing")
+PHASES: tuple[ConversationPhase, ...] = ("snapshots", "replays", "events", "documents", "finishing")
+NEXT_PHASE: dict[str, ConversationPhase] = dict(pairwise(PHASES))
 TOMBSTONED = ("FORGET_IN_PROGRESS", "USER_RECENTLY_FORGOTTEN")
 BUSY_RETRY_SECONDS = 30
 
@@ -68,8 +71,8 @@ class ForgetConversation:
 
         def running(job: Job) -> dict[str, Any]:
             if self._forget.stalled(job.state):
-                self._send(job.state)
-            return self._accepted(job.state)
+                self._forget.send(job.state)
+            return accepted(job.state)
 
         def started(job: Job) -> dict[str, Any]:
             self._holds.log(
@@ -78,65 +81,42 @@ class ForgetConversation:
                 caller.caller_id,
                 user_id=u,
                 conversation_id=c,
-                forget_id=job.state["forget_id"],
+                forget_id=job.state.forget_id,
             )
-            self._send(job.state)
-            return self._accepted(job.state)
+            self._forget.send(job.state)
+            return accepted(job.state)
 
         return self._forget.start(name, lambda: self._new_job(caller, t, u, c), running, started)
 
-    def _new_job(self, caller: Caller, t: str, u: str, c: str) -> dict[str, Any]:
+    def _new_job(self, caller: Caller, t: str, u: str, c: str) -> ForgetJob:
         token = secrets.token_hex(12)
-        return {
-            "kind": "forget_conversation",
-            "forget_id": f"fgc_{token}",
-            "receipt_id": f"rcpt_{token}",
-            "tenant_id": t,
-            "user_id": u,
-            "conversation_id": c,
-            "requested_by": caller.caller_id,
-            "started_at": self._jobs.now(),
-            "completed_at": None,
-            "status": "running",
-            "phase": PHASES[0],
-            "run": new_token(),
-            "deleted": {},
-            "late": 0,
-            "seq": 0,
-            "pending": None,
-            "kept": {},
-            "events_after": "",
-            "documents_after": "",
-            "pending_write": None,
-            "retracted": [],
-            "verification": None,
-        }
+        return ForgetJob(
+            kind="forget_conversation",
+            forget_id=f"fgc_{token}",
+            receipt_id=f"rcpt_{token}",
+            tenant_id=t,
+            user_id=u,
+            conversation_id=c,
+            requested_by=caller.caller_id,
+            started_at=self._jobs.now(),
+            status="running",
+            phase=PHASES[0],
+            run=new_token(),
+        )
 
     def status(self, caller: Caller, t: str, u: str, c: str) -> dict[str, Any]:
         require_any(caller, t, ("forget", "admin"))
         job = self._jobs.load(forget_conversation_job_name(t, u, c))
         if job is None:
             raise NotFound("No forget job for this conversation.", code="FORGET_NOT_FOUND")
-        return {**public_view(job.state), "conversation_id": c, "retracted": job.state["retracted"]}
-
-    def _accepted(self, state: dict[str, Any]) -> dict[str, Any]:
-        body = accepted(state)
-        body["status_url"] += f"/conversations/{state['conversation_id']}"
-        return body
-
-    def _send(self, state: dict[str, Any], delay: int = 0) -> None:
-        keys = ("kind", "tenant_id", "user_id", "conversation_id", "forget_id", "run")
-        body = json.dumps({k: state[k] for k in keys})
-        self._queue.send("memnet-forget", body, delay_seconds=delay)
+        return public_view(job.state)
 
     # -- the worker -----------------------------------------------------------------
 
-    def run(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        ids = (message["tenant_id"], message["user_id"], message["conversation_id"])
-        job = self._jobs.load(forget_conversation_job_name(*ids))
-        if job is None or job.state["forget_id"] != message["forget_id"]:
-            return None
-        if job.state["status"] != "running" or job.state["run"] != message["run"]:
+    def run(self, message: dict[str, Any]) -> ForgetJob | None:
+        sent = JobMessage.from_json(message)
+        job = self._jobs.load(sent.job_name)
+        if job is None or job.state.status != "running" or not sent.runs(job.state):
             return None
         deadline = time.monotonic() + self._forget.settings.job_max_seconds
         try:
@@ -150,30 +130,26 @@ class ForgetConversation:
             if refused.code not in TOMBSTONED:
                 raise  # (an idempotency key still in progress, say): the queue retries
             job = self._jobs.load(job.name) or job  # the user's forget removes it all
-            job.state.update(status="cancelled", error={"code": refused.code})
-            return self._jobs.save(job).state
+            cancelled = replace(job.state, status="cancelled", error={"code": refused.code})
+            return self._jobs.save(job, cancelled).state
 
     def gave_up(self, message: dict[str, Any]) -> None:
         """The message failed every delivery: queue the job again in five minutes."""
-        ids = (message["tenant_id"], message["user_id"], message["conversation_id"])
-        job = self._jobs.load(forget_conversation_job_name(*ids))
-        if job is not None and job.state["status"] == "running":
-            job.state["run"] = new_token()
-            self._send(self._jobs.save(job).state, RETRY_AFTER_POISON)
+        job = self._jobs.load(JobMessage.from_json(message).job_name)
+        if job is not None and job.state.status == "running":
+            job = self._jobs.save(job, replace(job.state, run=new_token()))
+            self._forget.send(job.state, RETRY_AFTER_POISON)
 
     def _work(self, job: Job, deadline: float) -> Job:
-        state = job.state
-        held = self._holds.held(state["tenant_id"], state["user_id"])
-        state["kept"] = {kind: h.as_json() for kind, h in sorted(held.items())}
-        job = self._ledger.finish_pending(job)
-        while job.state["phase"] != "finishing":
-            phase = job.state["phase"]
+        held = self._holds.held(job.state.tenant_id, job.state.user_id)
+        kept = {kind: h.as_json() for kind, h in sorted(held.items())}
+        job = self._ledger.finish_pending(replace(job, state=replace(job.state, kept=kept)))
+        while (phase := job.state.phase) != "finishing":
             if phase not in held:
                 job, finished = self._phase(job, phase, deadline)
                 if not finished:
                     return self._again(job)
-            job.state["phase"] = PHASES[PHASES.index(phase) + 1]
-            job = self._jobs.save(job)
+            job = self._jobs.save(job, replace(job.state, phase=NEXT_PHASE[phase]))
         return self._finish(job)
 
     def _phase(self, job: Job, phase: str, deadline: float) -> tuple[Job, bool]:
@@ -181,18 +157,17 @@ class ForgetConversation:
             return self._retraction.run(job, deadline)
         if phase == "events":
             return self._events(job, deadline)
-        while batch := self._batch(job, phase):
+        while batch := self._batch(job.state, phase):
             job = self._ledger.delete_batch(job, phase, batch)
             if time.monotonic() >= deadline:
                 return job, False
         return job, True
 
-    def _batch(self, job: Job, phase: str) -> list[str]:
+    def _batch(self, state: ForgetJob, phase: str) -> list[str]:
         """The next names of the conversation's snapshots or replay records (deleted
         names are gone, so listing again from the start resumes)."""
-        state = job.state
-        prefix = user_prefix(state["tenant_id"], state["user_id"])
-        names = self._blobs.list_names(f"{prefix}{phase}/{state['conversation_id']}/")
+        prefix = user_prefix(state.tenant_id, state.user_id)
+        names = self._blobs.list_names(f"{prefix}{phase}/{state.conversation_id}/")
         return [n for _, n in zip(range(self._forget.settings.page_size), names, strict=False)]
 
     def _events(self, job: Job, deadline: float) -> tuple[Job, bool]:
@@ -201,14 +176,14 @@ class ForgetConversation:
         batch's record when the page found some), so a rerun resumes after it, and a
         page that found none still moves the scan on: the phase ends only when the
         listing does."""
-        prefix = user_prefix(job.state["tenant_id"], job.state["user_id"]) + "events/"
+        state = job.state
+        prefix = user_prefix(state.tenant_id, state.user_id) + "events/"
+        matches = points_at(state.tenant_id, state.user_id, state.conversation_id)
         while True:
-            state = job.state
-            page = self._blobs.list_page(
-                prefix, state["events_after"] or None, self._forget.settings.page_size
-            )
-            found = [i.name for i in page.items if self._names_conversation(i.name, state)]
-            state["events_after"] = page.continuation or ""
+            after = job.state.events_after or None
+            page = self._blobs.list_page(prefix, after, self._forget.settings.page_size)
+            found = [i.name for i in page.items if self._names_conversation(i.name, matches)]
+            job = replace(job, state=replace(job.state, events_after=page.continuation or ""))
             ledger, jobs = self._ledger, self._jobs
             job = ledger.delete_batch(job, "events", found) if found else jobs.save(job)
             if page.continuation is None:
@@ -216,7 +191,7 @@ class ForgetConversation:
             if time.monotonic() >= deadline:
                 return job, False
 
-    def _names_conversation(self, name: str, state: dict[str, Any]) -> bool:
+    def _names_conversation(self, name: str, matches: Matcher) -> bool:
         """Whether the event names the conversation: its ``snapshot_uri``, or any
         evidence object within its evidence (a compaction digest lists the evidence of
         the items it holds under ``sources``)."""
@@ -224,7 +199,6 @@ class ForgetConversation:
             event = json.loads(self._blobs.read(name).data)
         except (BlobNotFound, ValueError):
             return False
-        matches = points_at(state["tenant_id"], state["user_id"], state["conversation_id"])
         if event.get("snapshot_uri") and matches({"snapshot_uri": event["snapshot_uri"]}):
             return True
         stack: list[Any] = [event.get("evidence")]
@@ -239,30 +213,21 @@ class ForgetConversation:
         return False
 
     def _finish(self, job: Job) -> Job:
-        state = job.state
-        state["completed_at"] = state["completed_at"] or self._jobs.now()
-        receipt = build_receipt(state)
-        receipt.update(
-            conversation_id=state["conversation_id"],
-            retracted=state["retracted"],
-            not_retracted=state.get("not_retracted", []),
-        )
-        receipt.pop("verification", None)
-        self._forget.write_receipt(state, receipt)
+        state = replace(job.state, completed_at=job.state.completed_at or self._jobs.now())
+        self._forget.write_receipt(state)
         self._holds.log(
-            state["tenant_id"],
+            state.tenant_id,
             "forget_conversation_completed",
             FORGET_CALLER,
-            user_id=state["user_id"],
-            forget_id=state["forget_id"],
-            receipt_id=state["receipt_id"],
+            user_id=state.user_id,
+            forget_id=state.forget_id,
+            receipt_id=state.receipt_id,
         )
-        state["status"] = DONE
-        return self._jobs.save(job)
+        return self._jobs.save(job, replace(state, status="done"))
 
     def _again(self, job: Job, delay: int = 0) -> Job:
         """Hand the job to a new message, sent before its token is saved (see
         :meth:`memnet.services.forget.user.ForgetService._again`)."""
-        job.state["run"] = new_token()
-        self._send(job.state, delay)
-        return self._jobs.save(job)
+        state = replace(job.state, run=new_token())
+        self._forget.send(state, delay)
+        return self._jobs.save(job, state)

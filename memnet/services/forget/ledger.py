@@ -19,8 +19,7 @@ import contextlib
 import hashlib
 import json
 import secrets
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from memnet.domain.layout import receipt_manifest_name, user_prefix
 from memnet.domain.timestamps import format_millis
@@ -32,11 +31,11 @@ from memnet.ports import (
     PreconditionFailed,
     SearchIndex,
 )
+from memnet.services.forget.job import Batch, ForgetJob, counted
 from memnet.services.records import JsonRecords
 
 FORGET_QUEUE = "memnet-forget"
 FORGET_CALLER = "memnet-forget"
-ZERO_CHAIN = "00" * 32
 INDEX = "index"  # the kind of search index entries (they follow the "events" hold)
 
 
@@ -57,12 +56,12 @@ class Superseded(Exception):
     other holds the state, and a recorded batch is finished by whoever runs next)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Job:
     """One job's state and the ETag it was read at (None: not stored yet)."""
 
     name: str
-    state: dict[str, Any]
+    state: ForgetJob
     etag: str | None
 
 
@@ -72,17 +71,17 @@ class JobStore:
 
     def load(self, name: str) -> Job | None:
         found = self._records.read(name)
-        return None if found is None else Job(name, found.value, found.etag)
+        return None if found is None else Job(name, ForgetJob.from_json(found.value), found.etag)
 
-    def save(self, job: Job) -> Job:
-        """Write under the job's ETag (create-only when new); :class:`Superseded` if
-        another writer got there first."""
-        job.state["updated_at"] = self.now()
+    def save(self, job: Job, state: ForgetJob | None = None) -> Job:
+        """Write ``state`` (default: the job's own) under the job's ETag (create-only
+        when new); :class:`Superseded` if another writer got there first."""
+        state = replace(state or job.state, updated_at=self.now())
         try:
-            etag = self._records.save(job.name, job.state, job.etag)
+            etag = self._records.save(job.name, state.as_json(), job.etag)
         except PreconditionFailed as exc:
             raise Superseded(job.name) from exc
-        return Job(job.name, job.state, etag)
+        return Job(job.name, state, etag)
 
     def now(self) -> str:
         return format_millis(self._clock.now())
@@ -90,14 +89,6 @@ class JobStore:
 
 def new_token() -> str:
     return secrets.token_hex(8)
-
-
-def chained(chain: str, names: list[str]) -> str:
-    """The kind's hash chain after deleting ``names`` in order (see the module doc)."""
-    value = bytes.fromhex(chain)
-    for name in names:
-        value = hashlib.sha256(value + hashlib.sha256(name.encode()).digest()).digest()
-    return value.hex()
 
 
 def name_sha256(name: str) -> str:
@@ -111,49 +102,41 @@ class Ledger:
         self._blobs, self._index, self._jobs = blobs, index, jobs
 
     def delete_batch(self, job: Job, kind: str, names: list[str], late: bool = False) -> Job:
-        job.state["pending"] = {"kind": kind, "names": names, "late": late}
-        return self.finish_pending(self._jobs.save(job))
+        pending = Batch(kind, tuple(names), late)
+        return self.finish_pending(self._jobs.save(job, replace(job.state, pending=pending)))
 
     def finish_pending(self, job: Job) -> Job:
-        pending = job.state.get("pending")
-        if not pending:
+        pending = job.state.pending
+        if pending is None:
             return job
-        kind, names = pending["kind"], pending["names"]
-        self._remove(job.state, kind, names)
+        self._remove(job.state, pending)
         self._write_manifest(job.state, pending)
-        deleted = job.state["deleted"].setdefault(kind, {"count": 0, "chain": ZERO_CHAIN})
-        deleted["count"] += len(names)
-        deleted["chain"] = chained(deleted["chain"], names)
-        if pending.get("late"):
-            job.state["late"] = job.state.get("late", 0) + len(names)
-        job.state["seq"] += 1
-        job.state["pending"] = None
-        return self._jobs.save(job)
+        return self._jobs.save(job, counted(job.state, pending))
 
-    def _remove(self, state: dict[str, Any], kind: str, names: list[str]) -> None:
-        if kind == INDEX:
-            self._index.delete(state["tenant_id"], state["user_id"], names)
+    def _remove(self, state: ForgetJob, batch: Batch) -> None:
+        if batch.kind == INDEX:
+            self._index.delete(state.tenant_id, state.user_id, list(batch.names))
             return
-        prefix = user_prefix(state["tenant_id"], state["user_id"])
-        if kind == "events":  # an index entry never outlives its event blob
-            ids = [n.rsplit("/", 1)[-1].removesuffix(".json") for n in names]
-            self._index.delete(state["tenant_id"], state["user_id"], ids)
-        for name in names:
+        prefix = user_prefix(state.tenant_id, state.user_id)
+        if batch.kind == "events":  # an index entry never outlives its event blob
+            ids = [n.rsplit("/", 1)[-1].removesuffix(".json") for n in batch.names]
+            self._index.delete(state.tenant_id, state.user_id, ids)
+        for name in batch.names:
             if not name.startswith(prefix):  # never outside the user: a corrupt state
                 raise ValueError(f"forget batch names a blob outside the user: {name!r}")
             with contextlib.suppress(BlobNotFound):  # deleted before a crash: counted once
                 self._blobs.delete(name)
 
-    def _write_manifest(self, state: dict[str, Any], pending: dict[str, Any]) -> None:
+    def _write_manifest(self, state: ForgetJob, batch: Batch) -> None:
         """The batch's name hashes beside the receipt; rewritten as it was on a rerun
         (the content follows from the recorded batch: overwriting is the point)."""
         manifest = {
-            "receipt_id": state["receipt_id"],
-            "seq": state["seq"],
-            "kind": pending["kind"],
-            "late": bool(pending.get("late")),
-            "name_sha256": [name_sha256(n) for n in pending["names"]],
+            "receipt_id": state.receipt_id,
+            "seq": state.seq,
+            "kind": batch.kind,
+            "late": batch.late,
+            "name_sha256": [name_sha256(n) for n in batch.names],
         }
-        name = receipt_manifest_name(state["tenant_id"], state["receipt_id"], state["seq"])
+        name = receipt_manifest_name(state.tenant_id, state.receipt_id, state.seq)
         data = json.dumps(manifest, separators=(",", ":")).encode()
         self._blobs.write(name, data, Condition.unconditional())

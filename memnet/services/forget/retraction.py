@@ -31,6 +31,7 @@ from memnet.ports import BlobNotFound, BlobStore
 from memnet.services.documents.expiry import DocumentExpiry, document_ref
 from memnet.services.documents.idempotency import Response
 from memnet.services.documents.service import DocumentService
+from memnet.services.forget.job import ForgetJob, PlannedWrite
 from memnet.services.forget.ledger import FORGET_CALLER, Job, JobStore
 from memnet.services.profiles.registry import ProfileRegistry
 from memnet.services.records import retrying
@@ -63,11 +64,11 @@ class DocumentRetraction:
     def run(self, job: Job, deadline: float) -> tuple[Job, bool]:
         """Retract from each document in turn (a cursor remembers the last one done);
         ``(job, False)`` when out of time."""
-        if job.state["pending_write"]:
+        if job.state.pending_write:
             job, _ = self._write(job)
         state = job.state
-        prefix = user_prefix(state["tenant_id"], state["user_id"]) + "documents/"
-        for name in names_after(self._blobs, prefix, state["documents_after"]):
+        prefix = user_prefix(state.tenant_id, state.user_id) + "documents/"
+        for name in names_after(self._blobs, prefix, state.documents_after):
             job = self._retract_one(job, name)
             if time.monotonic() >= deadline:
                 return job, False
@@ -87,8 +88,8 @@ class DocumentRetraction:
             planned = self._plan(latest[0].state, name)
             if planned is None:
                 return
-            latest[0].state["pending_write"] = planned
-            latest[0], outcome = self._write(self._jobs.save(latest[0]))
+            recorded = self._jobs.save(latest[0], replace(latest[0].state, pending_write=planned))
+            latest[0], outcome = self._write(recorded)
             if outcome != "refused":
                 raise _PlanAgain  # written, or lost to another writer: plan again
 
@@ -96,8 +97,7 @@ class DocumentRetraction:
             retrying(attempt, on=_PlanAgain)
         except _PlanAgain:
             raise DocumentBusy(name) from None
-        latest[0].state["documents_after"] = name
-        return latest[0]
+        return replace(latest[0], state=replace(latest[0].state, documents_after=name))
 
     def _expire_if_due(self, name: str) -> None:
         ref = document_ref(name)
@@ -109,28 +109,22 @@ class DocumentRetraction:
             return
         self._expiry.expire(ref, StoredDocument(blob.etag, json.loads(blob.data)), FORGET_CALLER)
 
-    def _plan(self, state: dict[str, Any], name: str) -> dict[str, Any] | None:
-        relative = name[len(user_prefix(state["tenant_id"], state["user_id"])) :]
+    def _plan(self, state: ForgetJob, name: str) -> PlannedWrite | None:
+        relative = name[len(user_prefix(state.tenant_id, state.user_id)) :]
         namespace, _, path = relative.removeprefix("documents/").partition("/")
-        ref = DocumentRef(state["tenant_id"], state["user_id"], namespace, path)
+        ref = DocumentRef(state.tenant_id, state.user_id, namespace, path)
         current = self._documents.load(ref)
         if current is None:
             return None
-        matches = points_at(state["tenant_id"], state["user_id"], state["conversation_id"])
+        matches = points_at(state.tenant_id, state.user_id, state.conversation_id)
         found = retract(current.document.get("content"), matches)
         if not found.ops:
             return None
         base = current.document.get("change_id") or current.etag
-        return {
-            "namespace": namespace,
-            "path": path,
-            "etag": current.etag,
-            "ops": found.ops,
-            "key": f"forget-conversation:{state['forget_id']}:{base}",
-            "profile_id": self._profile_of(ref, current.document),
-            "removed": found.removed,
-            "kept": found.kept,
-        }
+        key = f"forget-conversation:{state.forget_id}:{base}"
+        profile_id = self._profile_of(ref, current.document)
+        ops, removed, kept = found.ops, found.removed, found.kept
+        return PlannedWrite(namespace, path, current.etag, ops, key, profile_id, removed, kept)
 
     def _profile_of(self, ref: DocumentRef, document: dict[str, Any]) -> str | None:
         for profile_id in self._registry.profile_ids():
@@ -147,56 +141,49 @@ class DocumentRetraction:
         ``written``; ``lost`` (412: the record is dropped and the document planned
         afresh); ``refused`` (a write no retry can fix — no profile binds it, or the
         result would not validate — recorded in ``not_retracted`` with its code)."""
-        state, planned = job.state, job.state["pending_write"]
-        ref = DocumentRef(
-            state["tenant_id"], state["user_id"], planned["namespace"], planned["path"]
-        )
-        caller = forget_caller(state["tenant_id"])
-        outcome = "written"
+        state, planned = job.state, job.state.pending_write
+        assert planned is not None
+        ref = DocumentRef(state.tenant_id, state.user_id, planned.namespace, planned.path)
+        state = replace(state, pending_write=None)
         try:
-            response = self._patch_or_replace(caller, ref, planned, state)
+            response = self._patch_or_replace(forget_caller(state.tenant_id), ref, planned, state)
         except EtagMismatch:
-            outcome = "lost"
+            return self._jobs.save(job, state), "lost"
         except (BadRequest, NotFound, Forbidden, Unprocessable) as refused:
-            outcome = "refused"
-            state.setdefault("not_retracted", []).append(
-                {"namespace": ref.namespace, "path": ref.path, "code": refused.code}
-            )
-        if outcome == "written":
-            document = response.body.get("document") or {}
-            state["retracted"].append(
-                {
-                    "namespace": ref.namespace,
-                    "path": ref.path,
-                    "change_id": document.get("change_id"),
-                    "removed": planned["removed"],
-                    "kept_without_pointer": planned["kept"],
-                }
-            )
-        state["pending_write"] = None
-        return self._jobs.save(job), outcome
+            failed = {"namespace": ref.namespace, "path": ref.path, "code": refused.code}
+            state = replace(state, not_retracted=(*state.not_retracted, failed))
+            return self._jobs.save(job, state), "refused"
+        document = response.body.get("document") or {}
+        entry = {
+            "namespace": ref.namespace,
+            "path": ref.path,
+            "change_id": document.get("change_id"),
+            "removed": planned.removed,
+            "kept_without_pointer": planned.kept,
+        }
+        return self._jobs.save(job, replace(state, retracted=(*state.retracted, entry))), "written"
 
     def _patch_or_replace(
-        self, caller: Caller, ref: DocumentRef, planned: dict[str, Any], state: dict[str, Any]
+        self, caller: Caller, ref: DocumentRef, planned: PlannedWrite, state: ForgetJob
     ) -> Response:
         command = WriteCommand(
             ref=ref,
-            profile_id=planned["profile_id"],
+            profile_id=planned.profile_id,
             binding_id=None,
-            precondition=Precondition(if_match=planned["etag"]),
-            idempotency_key=planned["key"],
-            fingerprint=hashlib.sha256(canonical(planned["ops"])).hexdigest(),
+            precondition=Precondition(if_match=planned.etag),
+            idempotency_key=planned.key,
+            fingerprint=hashlib.sha256(canonical(planned.ops)).hexdigest(),
             reason="forget_conversation",
-            request_id=state["forget_id"],
-            evidence={"job": "forget_conversation", "forget_id": state["forget_id"]},
+            request_id=state.forget_id,
+            evidence={"job": "forget_conversation", "forget_id": state.forget_id},
             confidence=1.0,
-            ops=parse_ops(planned["ops"]),
+            ops=parse_ops(planned.ops),
         )
         try:
             return self._documents.patch(caller, command)
         except Unprocessable:  # a path this profile does not let a patch write
             current = self._documents.load(ref)
-            if current is None or current.etag != planned["etag"]:
+            if current is None or current.etag != planned.etag:
                 raise EtagMismatch("Document changed.") from None
             content = apply_ops(current.document, command.ops)["content"]
             return self._documents.replace(caller, _replacing(command, content))

@@ -12,48 +12,67 @@ job's verification scan, ``forget_grace_seconds`` later, exists to catch.
 
 from __future__ import annotations
 
-import json
 import math
+from dataclasses import dataclass
 from datetime import timedelta
 
 from memnet.domain.errors import Conflict
 from memnet.domain.layout import forget_job_name
 from memnet.domain.timestamps import parse_timestamp
-from memnet.ports import BlobNotFound, BlobStore, Clock
+from memnet.ports import BlobStore, Clock
+from memnet.services.forget.job import Status
+from memnet.services.records import JsonRecords
 
-DONE = "done"
+
+@dataclass(frozen=True)
+class Tombstone:
+    """What a write path reads of a forget job's state (only this: the check runs on
+    every write, and a job's state may hold a batch of a thousand names)."""
+
+    status: Status | None
+    forget_id: str | None
+    completed_at: str | None
 
 
 class Tombstones:
     def __init__(
         self, blobs: BlobStore, clock: Clock, quiet_seconds: int, retry_seconds: int = 60
     ) -> None:
-        self._blobs, self._clock = blobs, clock
+        self._records, self._clock = JsonRecords(blobs), clock
         self._quiet = timedelta(seconds=quiet_seconds)
         self._retry = max(1, retry_seconds)
 
     def check(self, tenant_id: str, user_id: str) -> None:
         """Raise 409 if a forget of the user runs or completed less than the quiet
         period ago; return otherwise (one blob read)."""
-        try:
-            blob = self._blobs.read(forget_job_name(tenant_id, user_id))
-        except BlobNotFound:
+        job = self._job(tenant_id, user_id)
+        if job is None:
             return
-        job = json.loads(blob.data)
-        if job.get("status") != DONE:
+        if job.status != "done" or job.completed_at is None:
             raise Conflict(
                 "This user is being forgotten; writes are refused until it completes.",
                 code="FORGET_IN_PROGRESS",
                 retry_after=self._retry,
-                forget_id=job.get("forget_id"),
+                forget_id=job.forget_id,
             )
-        completed = parse_timestamp(job["completed_at"], "completed_at")
+        completed = parse_timestamp(job.completed_at, "completed_at")
         left = self._quiet - (self._clock.now() - completed)
         if left > timedelta(0):
             raise Conflict(
                 "This user was forgotten recently; writes are refused for a quiet period.",
                 code="USER_RECENTLY_FORGOTTEN",
                 retry_after=max(1, math.ceil(left.total_seconds())),
-                forget_id=job.get("forget_id"),
+                forget_id=job.forget_id,
                 quiet_until=(completed + self._quiet).isoformat().replace("+00:00", "Z"),
             )
+
+    def running(self, tenant_id: str, user_id: str) -> bool:
+        """Whether a forget of the user runs (one blob read)."""
+        job = self._job(tenant_id, user_id)
+        return job is not None and job.status != "done"
+
+    def _job(self, tenant_id: str, user_id: str) -> Tombstone | None:
+        found = self._records.read(forget_job_name(tenant_id, user_id))
+        if found is None:
+            return None
+        return Tombstone(*(found.value.get(k) for k in ("status", "forget_id", "completed_at")))

@@ -27,6 +27,7 @@ import math
 import secrets
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from itertools import islice
 from typing import Any
@@ -44,6 +45,7 @@ from memnet.ports import (
     Residue,
     SearchIndex,
 )
+from memnet.services.forget.job import ForgetJob, JobMessage
 from memnet.services.forget.ledger import (
     FORGET_QUEUE,
     INDEX,
@@ -55,7 +57,6 @@ from memnet.services.forget.ledger import (
     new_token,
 )
 from memnet.services.forget.receipts import accepted, build_receipt, public_view, require_any
-from memnet.services.forget.tombstones import DONE
 from memnet.services.governance.holds import Held, LegalHolds
 from memnet.services.records import retrying
 
@@ -117,11 +118,11 @@ class ForgetService:
     def settings(self) -> JobSettings:
         return self._settings
 
-    def write_receipt(self, state: dict[str, Any], receipt: dict[str, Any]) -> None:
+    def write_receipt(self, state: ForgetJob) -> None:
         """Store the receipt outside the user's prefix; rewritten as it was on a rerun
         (it follows from the finished state: overwriting is the point)."""
-        data = json.dumps(receipt, ensure_ascii=False, sort_keys=True).encode()
-        name = receipt_name(state["tenant_id"], state["receipt_id"])
+        data = json.dumps(build_receipt(state), ensure_ascii=False, sort_keys=True).encode()
+        name = receipt_name(state.tenant_id, state.receipt_id)
         self._blobs.write(name, data, Condition.unconditional())
 
     # -- requests -------------------------------------------------------------------
@@ -136,7 +137,7 @@ class ForgetService:
             return accepted(job.state)
 
         def started(job: Job) -> dict[str, Any]:
-            forget_id = job.state["forget_id"]
+            forget_id = job.state.forget_id
             self._holds.log(
                 tenant_id,
                 "forget_requested",
@@ -151,7 +152,7 @@ class ForgetService:
     def start(
         self,
         name: str,
-        fresh: Callable[[], dict[str, Any]],
+        fresh: Callable[[], ForgetJob],
         running: Callable[[Job], dict[str, Any]],
         started: Callable[[Job], dict[str, Any]],
     ) -> dict[str, Any]:
@@ -161,7 +162,7 @@ class ForgetService:
 
         def attempt() -> dict[str, Any]:
             job = self.jobs.load(name)
-            if job is not None and job.state["status"] not in (DONE, "cancelled"):
+            if job is not None and job.state.status == "running":
                 return running(job)
             return started(self.jobs.save(Job(name, fresh(), job.etag if job else None)))
 
@@ -188,69 +189,56 @@ class ForgetService:
         receipt: dict[str, Any] = json.loads(blob.data)
         return receipt
 
-    def _new_job(self, caller: Caller, tenant_id: str, user_id: str) -> dict[str, Any]:
+    def _new_job(self, caller: Caller, tenant_id: str, user_id: str) -> ForgetJob:
         token = secrets.token_hex(12)
-        return {
-            "kind": "forget_user",
-            "forget_id": f"fgt_{token}",
-            "receipt_id": f"rcpt_{token}",
-            "tenant_id": tenant_id,
-            "user_id": user_id,
-            "requested_by": caller.caller_id,
-            "started_at": self.jobs.now(),
-            "completed_at": None,
-            "status": "running",
-            "phase": "deleting",
-            "run": new_token(),
-            "sent": False,
-            "deleted": {},
-            "late": 0,
-            "seq": 0,
-            "pending": None,
-            "kept": {},
-            "verification": None,
-        }
+        return ForgetJob(
+            kind="forget_user",
+            forget_id=f"fgt_{token}",
+            receipt_id=f"rcpt_{token}",
+            tenant_id=tenant_id,
+            user_id=user_id,
+            requested_by=caller.caller_id,
+            started_at=self.jobs.now(),
+            status="running",
+            phase="deleting",
+            run=new_token(),
+        )
 
     def _nudge(self, job: Job) -> None:
         """Queue a running job again when its message was never sent or it stalled."""
-        if not job.state.get("sent") or self.stalled(job.state):
+        if not job.state.sent or self.stalled(job.state):
             self._send(job)
 
-    def stalled(self, state: dict[str, Any]) -> bool:
+    def stalled(self, state: ForgetJob) -> bool:
         """Whether a running job's worker went quiet for longer than two invocations (a
         lost message must not leave the user tombstoned for ever)."""
-        quiet = self._clock.now() - parse_timestamp(state["updated_at"], "updated_at")
+        quiet = self._clock.now() - parse_timestamp(state.updated_at, "updated_at")
         return quiet > timedelta(seconds=2 * self._settings.job_max_seconds + 60)
 
+    def send(self, state: ForgetJob, delay: int = 0) -> None:
+        """Queue the message that runs ``state`` (a user's job or a conversation's)."""
+        body = json.dumps(state.message().as_json())
+        self._queue.send(FORGET_QUEUE, body, delay_seconds=delay)
+
     def _send(self, job: Job, delay: int = 0) -> Job:
-        state = job.state
-        body = {k: state[k] for k in ("kind", "tenant_id", "user_id", "forget_id", "run")}
-        self._queue.send(FORGET_QUEUE, json.dumps(body), delay_seconds=delay)
-        if not state.get("sent"):
-            state["sent"] = True
+        self.send(job.state, delay)
+        if not job.state.sent:
             with contextlib.suppress(Superseded):  # a worker was first: "sent" is a hint
-                job = self.jobs.save(job)
+                job = self.jobs.save(job, replace(job.state, sent=True))
         return job
 
     # -- the worker -----------------------------------------------------------------
 
-    def run(self, message: dict[str, Any]) -> dict[str, Any] | None:
+    def run(self, message: dict[str, Any]) -> ForgetJob | None:
         """One invocation for ``message``; the job's state afterwards (None: dropped)."""
-        job = self.jobs.load(forget_job_name(message["tenant_id"], message["user_id"]))
-        if job is None or job.state["forget_id"] != message["forget_id"]:
-            return None
+        sent = JobMessage.from_json(message)
         deadline = time.monotonic() + self._settings.job_max_seconds
-        latest: list[Job | None] = [job]
 
-        def attempt() -> dict[str, Any] | None:
-            job = latest[0]
-            if job is None or job.state["status"] == DONE or job.state["run"] != message["run"]:
-                return None  # finished, or not this run's (a duplicate message, or taken over)
-            try:
-                return self._work(job, deadline).state
-            except Superseded:  # another save came first: go on if this run is still ours
-                latest[0] = self.jobs.load(job.name)
-                raise
+        def attempt() -> ForgetJob | None:  # again after a lost race: if still this run's
+            job = self.jobs.load(sent.job_name)
+            if job is None or job.state.status == "done" or not sent.runs(job.state):
+                return None  # gone, finished, or not this run's (a duplicate, or taken over)
+            return self._work(job, deadline).state
 
         try:
             return retrying(attempt, on=Superseded)
@@ -259,30 +247,29 @@ class ForgetService:
 
     def gave_up(self, message: dict[str, Any]) -> None:
         """The message failed every delivery: queue the job again in five minutes."""
-        job = self.jobs.load(forget_job_name(message["tenant_id"], message["user_id"]))
-        if job is not None and job.state["status"] != DONE:
-            log.error("forget %s failed every delivery; queued again", job.state["forget_id"])
+        job = self.jobs.load(JobMessage.from_json(message).job_name)
+        if job is not None and job.state.status != "done":
+            log.error("forget %s failed every delivery; queued again", job.state.forget_id)
             self._again(job, RETRY_AFTER_POISON)
 
     def _work(self, job: Job, deadline: float) -> Job:
-        held = self._holds.held(job.state["tenant_id"], job.state["user_id"])
-        job.state["kept"] = {kind: h.as_json() for kind, h in sorted(held.items())}
-        job = self.ledger.finish_pending(job)
-        if job.state["phase"] == "deleting":
+        held = self._holds.held(job.state.tenant_id, job.state.user_id)
+        kept = {kind: h.as_json() for kind, h in sorted(held.items())}
+        job = self.ledger.finish_pending(replace(job, state=replace(job.state, kept=kept)))
+        if job.state.phase == "deleting":
             job, finished = self._pass(job, held, deadline, late=False)
             if not finished:
                 return self._again(job, 0)
-            job.state["phase"] = "verifying"
-            job = self.jobs.save(job)
-        while job.state["phase"] == "verifying":
+            job = self.jobs.save(job, replace(job.state, phase="verifying"))
+        while job.state.phase == "verifying":
             wait = self._grace_left(job.state)
             if wait > 0:
                 return self._again(job, wait)
-            late_before = job.state["late"]
+            late_before = job.state.late
             job, finished = self._pass(job, held, deadline, late=True)
             if not finished:
                 return self._again(job, 0)
-            if job.state["late"] == late_before:
+            if job.state.late == late_before:
                 job = self._verified(job, held)
         return self._finish(job)
 
@@ -306,18 +293,16 @@ class ForgetService:
         self._remove_residue(job.state)
         return job, True
 
-    def _remove_residue(self, state: dict[str, Any]) -> Residue:
+    def _remove_residue(self, state: ForgetJob) -> Residue:
         """Remove what the store keeps under the user's prefix besides blobs: the temp
         files of writes a crash cut short, under held kinds too (a hold keeps data, and
         a write that never landed is none)."""
-        found = self._blobs.remove_residue(user_prefix(state["tenant_id"], state["user_id"]))
+        found = self._blobs.remove_residue(user_prefix(state.tenant_id, state.user_id))
         if found.files:
-            log.info("forget %s removed %d leftover files", state["forget_id"], found.files)
+            log.info("forget %s removed %d leftover files", state.forget_id, found.files)
         return found
 
-    def _batches(
-        self, state: dict[str, Any], kind: str, held: dict[str, Held]
-    ) -> Iterator[list[str]]:
+    def _batches(self, state: ForgetJob, kind: str, held: dict[str, Held]) -> Iterator[list[str]]:
         """One listing of ``kind`` in non-empty batches of at most ``page_size`` names:
         index entries from the index's paged listing, blob names from ``list_page``
         pages of :data:`LIST_BATCHES` batches (the next page is listed only after the
@@ -325,12 +310,12 @@ class ForgetService:
         size."""
         size = self._settings.page_size
         if kind == INDEX:
-            entries = self._index.list_event_ids(state["tenant_id"], state["user_id"])
+            entries = self._index.list_event_ids(state.tenant_id, state.user_id)
             ids = (event_id for _, _, event_id in entries)
             while batch := list(islice(ids, size)):
                 yield batch
             return
-        prefix = user_prefix(state["tenant_id"], state["user_id"])
+        prefix = user_prefix(state.tenant_id, state.user_id)
         listed, continuation = prefix + _PREFIXES.get(kind, kind + "/"), None
         while True:
             page = self._blobs.list_page(listed, continuation, size * LIST_BATCHES)
@@ -343,8 +328,8 @@ class ForgetService:
             if continuation is None:
                 return
 
-    def _grace_left(self, state: dict[str, Any]) -> int:
-        started = parse_timestamp(state["started_at"], "started_at")
+    def _grace_left(self, state: ForgetJob) -> int:
+        started = parse_timestamp(state.started_at, "started_at")
         left = started + timedelta(seconds=self._settings.grace_seconds)
         return max(0, math.ceil((left - self._clock.now()).total_seconds()))
 
@@ -352,26 +337,26 @@ class ForgetService:
         """A pass found nothing: record what a final look at every byte under the prefix
         finds (0 unless a write slipped in this instant, which the tombstone refuses),
         then erase what the index and the queue deleted from their storage."""
-        blobs = sum(len(batch) for batch in self._batches(job.state, "other", held))
-        residue = self._remove_residue(job.state)
+        state = job.state
+        blobs = sum(len(batch) for batch in self._batches(state, "other", held))
+        residue = self._remove_residue(state)
         entries = 0
         if "events" not in held:
-            ids = self._index.list_event_ids(job.state["tenant_id"], job.state["user_id"])
-            entries = sum(1 for _ in ids)
+            entries = sum(1 for _ in self._index.list_event_ids(state.tenant_id, state.user_id))
         if blobs or entries or residue.files:
             return job  # the next pass deletes them, and looks again
         self._index.erase_deleted()  # a failure fails the invocation: retried whole
         self._queue.erase_deleted()
-        job.state["phase"] = "finishing"
-        job.state["completed_at"] = self.jobs.now()
-        job.state["verification"] = {
-            "verified_at": job.state["completed_at"],
+        now = self.jobs.now()
+        verification = {
+            "verified_at": now,
             "blobs_remaining": blobs,
             "residue_bytes_remaining": residue.size,
             "index_entries_remaining": entries,
-            "recoverable_until": self._recoverable_until(job.state["completed_at"]),
+            "recoverable_until": self._recoverable_until(now),
         }
-        return self.jobs.save(job)
+        done = replace(state, phase="finishing", completed_at=now, verification=verification)
+        return self.jobs.save(job, done)
 
     def _recoverable_until(self, completed_at: str) -> str | None:
         """Until when the blob service keeps the deleted blobs recoverable by its
@@ -384,18 +369,17 @@ class ForgetService:
 
     def _finish(self, job: Job) -> Job:
         state = job.state
-        self._forget_counters(state["tenant_id"], state["user_id"])
-        self.write_receipt(state, build_receipt(state))
+        self._forget_counters(state.tenant_id, state.user_id)
+        self.write_receipt(state)
         self._holds.log(
-            state["tenant_id"],
+            state.tenant_id,
             "forget_completed",
             "memnet-forget",
-            user_id=state["user_id"],
-            forget_id=state["forget_id"],
-            receipt_id=state["receipt_id"],
+            user_id=state.user_id,
+            forget_id=state.forget_id,
+            receipt_id=state.receipt_id,
         )
-        state["status"] = DONE
-        return self.jobs.save(job)
+        return self.jobs.save(job, replace(state, status="done"))
 
     def _again(self, job: Job, delay: int) -> Job:
         """Hand the job to a new message. The message goes first: if saving its token
@@ -403,7 +387,6 @@ class ForgetService:
         (whose token the state still holds) again; the new one is dropped as stale.
         Saving first would risk the reverse: a token no message carries, and a user
         tombstoned until someone asks again."""
-        job.state["run"] = new_token()
-        job.state["sent"] = True
-        self._send(job, delay)
-        return self.jobs.save(job)
+        state = replace(job.state, run=new_token(), sent=True)
+        self.send(state, delay)
+        return self.jobs.save(job, state)

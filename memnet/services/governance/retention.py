@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memnet.domain.audit_records import change_time
-from memnet.domain.errors import ConfigError, Conflict
+from memnet.domain.errors import ConfigError
 from memnet.domain.layout import SnapshotRef
 from memnet.domain.retention import KINDS, Ceilings, RetentionPolicy, parse_ceilings
 from memnet.domain.timestamps import parse_timestamp
@@ -50,7 +50,7 @@ from memnet.ports import (
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.expiry import DocumentExpiry, document_ref
 from memnet.services.forget.tombstones import Tombstones
-from memnet.services.governance.holds import LegalHolds
+from memnet.services.governance.holds import HoldPolicy, LegalHolds
 from memnet.services.governance.walker import Walker, WalkReport
 from memnet.services.profiles.registry import ProfileRegistry
 
@@ -91,6 +91,15 @@ class SweepReport:
         if self.dry_run:
             body["would_delete_names"] = self.would_delete
         return body
+
+
+@dataclass
+class _Looks:
+    """What a page's items share, read once per page: each tenant's holds, and whether
+    a forget of each user runs."""
+
+    policies: dict[str, HoldPolicy] = field(default_factory=dict)
+    forgetting: dict[tuple[str, str], bool] = field(default_factory=dict)
 
 
 def classify(info: BlobInfo) -> Item | None:
@@ -176,13 +185,13 @@ class RetentionService:
         unless a hold keeps the user's documents or a forget is emptying the user."""
         if self._expiry is None:
             return
-        holds: dict[str, Any] = {}
+        looks = _Looks()
         for info in items:
             ref = document_ref(info.name)
             stored = None if ref is None else self._expiry.due(info, now)
             if ref is None or stored is None:
                 continue
-            kept = self._kept_because(Item(info, ref.tenant_id, ref.user_id, "documents"), holds)
+            kept = self._kept_because(Item(info, ref.tenant_id, ref.user_id, "documents"), looks)
             if kept is not None:
                 report.count("documents", kept)
             elif report.dry_run:
@@ -195,46 +204,41 @@ class RetentionService:
     def _due(self, items: list[BlobInfo], now: datetime, report: SweepReport) -> list[Item]:
         """The page's expired items; held ones are counted as kept. Holds are read once
         per tenant per page."""
-        holds: dict[str, Any] = {}
-        due: list[Item] = []
+        looks, due = _Looks(), list[Item]()
         for item in filter(None, map(classify, items)):
             cutoff = self._cutoff(item, now)
             if cutoff is None or item.info.last_modified > cutoff:
                 continue
-            kept = self._kept_because(item, holds)
+            kept = self._kept_because(item, looks)
             if kept is None:
                 due.append(item)
             else:
                 report.count(item.kind, kept)
         return due
 
-    def _kept_because(self, item: Item, holds: dict[str, Any]) -> str | None:
-        """Why an expired item stays, or None; ``holds`` caches each tenant's policy."""
+    def _kept_because(self, item: Item, looks: _Looks) -> str | None:
+        """Why an expired item stays, or None."""
         if item.kind == "idempotency":
             return None  # never held
-        if item.tenant_id not in holds:
-            holds[item.tenant_id] = self._holds.policy(item.tenant_id)
-        if item.kind in holds[item.tenant_id].held(item.user_id):
+        if item.tenant_id not in looks.policies:
+            looks.policies[item.tenant_id] = self._holds.policy(item.tenant_id)
+        if item.kind in looks.policies[item.tenant_id].held(item.user_id):
             return "kept_by_hold"
-        if self._forgetting(item, holds):
+        if self._forgetting(item, looks):
             return "left_to_forget"  # its job deletes it; the sweep must not race it
         if item.kind == "replays" and self._snapshot_exists(item):
             return "kept_with_snapshot"
         return None
 
-    def _forgetting(self, item: Item, cache: dict[str, Any]) -> bool:
+    def _forgetting(self, item: Item, looks: _Looks) -> bool:
         """Whether a forget of the item's user runs (read once per user per page): the
         sweep then leaves the user alone, so that raising an audit horizon cannot
         recreate a blob under a prefix being emptied."""
-        key = f"forget:{item.tenant_id}/{item.user_id}"
-        if key not in cache:
-            cache[key] = False
-            try:
-                if self._tombstones is not None:
-                    self._tombstones.check(item.tenant_id, item.user_id)
-            except Conflict as refused:
-                cache[key] = refused.code == "FORGET_IN_PROGRESS"
-        return bool(cache[key])
+        user = (item.tenant_id, item.user_id)
+        if user not in looks.forgetting:
+            tombstones = self._tombstones
+            looks.forgetting[user] = tombstones is not None and tombstones.running(*user)
+        return looks.forgetting[user]
 
     def _cutoff(self, item: Item, now: datetime) -> datetime | None:
         """Blobs last modified at or before this are due; None: kept forever."""

@@ -20,14 +20,13 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from memnet.domain.layout import sweep_state_name
 from memnet.domain.timestamps import format_millis, parse_timestamp
 from memnet.ports import BlobInfo, BlobNotFound, BlobStore, Clock, PreconditionFailed
-from memnet.services.records import JsonRecords
+from memnet.services.records import Json, JsonRecords
 
 Visit = Callable[[list[BlobInfo]], None]
 LEASE_SLACK = timedelta(seconds=60)  # beyond max_seconds: one slow page may overrun
@@ -44,17 +43,39 @@ class WalkReport:
     pass_complete: bool = False
     yielded: bool = False
     passes_completed: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "pages": self.pages,
-            "visited": self.visited,
-            "continuation": self.continuation,
-            "pass_complete": self.pass_complete,
-            "yielded": self.yielded,
-            "passes_completed": self.passes_completed,
-        }
+    def as_json(self) -> Json:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class WalkState:
+    """Where a walk stands (``sweep_state_name(job)``): the next page's continuation
+    (None: the start), the passes done, and the lease of the run walking it."""
+
+    continuation: str | None = None
+    passes_completed: int = 0
+    owner: str | None = None
+    lease_until: str | None = None
+    pass_started_at: str | None = None
+    saved_at: str | None = None
+    last_pass_completed_at: str | None = None
+
+    @classmethod
+    def from_json(cls, stored: Json) -> WalkState:
+        return cls(**stored)
+
+    def as_json(self) -> Json:
+        found = asdict(self)
+        return {k: v for k, v in found.items() if v is not None or k not in _WHEN_SET}
+
+    def leased_to_other(self, owner: str, now: datetime) -> bool:
+        if not self.lease_until or self.owner in (None, owner):
+            return False
+        return parse_timestamp(self.lease_until, "lease_until") > now
+
+
+_WHEN_SET = frozenset({"owner", "lease_until", "saved_at", "last_pass_completed_at"})
 
 
 class Walker:
@@ -85,47 +106,50 @@ class Walker:
         state, etag = claimed
         return self._walk(visit, max_seconds, state, etag)
 
-    def state(self) -> dict[str, Any] | None:
+    def state(self) -> WalkState | None:
         """The persisted state, if any (operators, tests)."""
         found = self._records.read(self._name)
-        return found.value if found else None
+        return WalkState.from_json(found.value) if found else None
 
-    def _walk(
-        self, visit: Visit, max_seconds: float, state: dict[str, Any], etag: str
-    ) -> WalkReport:
-        report = WalkReport(passes_completed=state.get("passes_completed", 0))
+    def _walk(self, visit: Visit, max_seconds: float, state: WalkState, etag: str) -> WalkReport:
+        report = WalkReport(passes_completed=state.passes_completed)
         deadline = time.monotonic() + max_seconds
         while True:
-            page = self._blobs.list_page(self._prefix, state["continuation"], self._page_size)
+            page = self._blobs.list_page(self._prefix, state.continuation, self._page_size)
             visit(list(page.items))
             report.pages, report.visited = report.pages + 1, report.visited + len(page.items)
             state = self._advanced(state, page.continuation, max_seconds)
             last = page.continuation is None or time.monotonic() >= deadline
             if last:
-                state["lease_until"] = format_millis(self._clock.now())  # release
+                state = replace(state, lease_until=format_millis(self._clock.now()))  # release
             try:
-                etag = self._records.save(self._name, state, etag)
+                etag = self._records.save(self._name, state.as_json(), etag)
             except (PreconditionFailed, BlobNotFound):
                 report.yielded = True  # our lease lapsed and another instance took over
                 return report
-            report.continuation = state["continuation"]
-            report.passes_completed = state["passes_completed"]
+            report.continuation = state.continuation
+            report.passes_completed = state.passes_completed
             if page.continuation is None:
                 report.pass_complete = True
             if last:
                 return report
 
     def _advanced(
-        self, state: dict[str, Any], continuation: str | None, max_seconds: float
-    ) -> dict[str, Any]:
+        self, state: WalkState, continuation: str | None, max_seconds: float
+    ) -> WalkState:
         now = self._clock.now()
-        state = {**state, "continuation": continuation, "saved_at": format_millis(now)}
-        state["lease_until"] = format_millis(now + self._lease(max_seconds))
-        if continuation is None:
-            state["passes_completed"] = state.get("passes_completed", 0) + 1
-            state["last_pass_completed_at"] = format_millis(now)
-            state["pass_started_at"] = None
-        return state
+        lease_until = format_millis(now + self._lease(max_seconds))
+        state = replace(
+            state, continuation=continuation, saved_at=format_millis(now), lease_until=lease_until
+        )
+        if continuation is not None:
+            return state
+        return replace(
+            state,
+            passes_completed=state.passes_completed + 1,
+            last_pass_completed_at=format_millis(now),
+            pass_started_at=None,
+        )
 
     def _dry_run(self, visit: Visit, max_seconds: float, limit: int | None) -> WalkReport:
         report = WalkReport()
@@ -144,30 +168,23 @@ class Walker:
             if continuation is None or full or time.monotonic() >= deadline:
                 return report
 
-    def _claim(self, max_seconds: float) -> tuple[dict[str, Any], str] | None:
+    def _claim(self, max_seconds: float) -> tuple[WalkState, str] | None:
         """Take the lease (ETag-conditional); None when another owner's lease is live or
         another instance claimed it first."""
         now = self._clock.now()
         found = self._records.read(self._name)
-        fresh: dict[str, Any] = {"continuation": None, "passes_completed": 0}
-        state = found.value if found else fresh
-        if found and _live_lease_of_other(found.value, self.owner, now):
+        state = WalkState.from_json(found.value) if found else WalkState()
+        if found and state.leased_to_other(self.owner, now):
             return None
-        state = {**state, "owner": self.owner}
-        state["lease_until"] = format_millis(now + self._lease(max_seconds))
-        if state.get("continuation") is None and not state.get("pass_started_at"):
-            state["pass_started_at"] = format_millis(now)
+        lease_until = format_millis(now + self._lease(max_seconds))
+        state = replace(state, owner=self.owner, lease_until=lease_until)
+        if state.continuation is None and not state.pass_started_at:
+            state = replace(state, pass_started_at=format_millis(now))
         try:
-            return state, self._records.save(self._name, state, found.etag if found else None)
+            etag = self._records.save(self._name, state.as_json(), found.etag if found else None)
         except (PreconditionFailed, BlobNotFound):
             return None
+        return state, etag
 
     def _lease(self, max_seconds: float) -> timedelta:
         return timedelta(seconds=max_seconds) + LEASE_SLACK
-
-
-def _live_lease_of_other(state: dict[str, Any], owner: str, now: datetime) -> bool:
-    until = state.get("lease_until")
-    if not until or state.get("owner") in (None, owner):
-        return False
-    return parse_timestamp(until, "lease_until") > now
