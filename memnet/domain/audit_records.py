@@ -17,11 +17,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memnet.domain.envelope import EXPIRES_AT, FIELD_ORDER, canonical
+from memnet.domain.envelope import EXPIRES_AT, FIELD_ORDER, Json, canonical
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import apply_ops, parse_ops
-
-Json = dict[str, Any]
 
 
 def new_change_id(now: datetime) -> str:

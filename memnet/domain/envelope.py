@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+Json = dict[str, Any]  # a JSON object: a stored record's or an answer's one JSON form
+
 ENVELOPE_FIELDS = (
     "doc_id",
     "schema_id",

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from memnet.domain.envelope import Json
 from memnet.ports import BlobNotFound, BlobStore, Condition, PreconditionFailed
 
 S = TypeVar("S")
 T = TypeVar("T")
-Json = dict[str, Any]
 
 ATTEMPTS = 8  # writers that lose a race this often give up (the caller says how)
 

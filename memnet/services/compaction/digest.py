@@ -16,12 +16,11 @@ from memnet.domain import compaction
 from memnet.domain.audit_records import change_time
 from memnet.domain.bindings import Binding
 from memnet.domain.compaction import CompactionRules
-from memnet.domain.envelope import canonical
+from memnet.domain.envelope import Json, canonical
 from memnet.domain.event_model import SNAPSHOT_URI
 from memnet.domain.layout import DocumentRef
 from memnet.domain.profiles import Profile
 from memnet.domain.timestamps import format_millis
-from memnet.services.records import Json
 
 COMPACTION_CALLER = "memnet-compaction"
 JOB = "compaction"

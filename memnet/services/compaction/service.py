@@ -41,7 +41,7 @@ from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.compaction import Plan, Protection
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
-from memnet.domain.envelope import char_count
+from memnet.domain.envelope import Json, char_count
 from memnet.domain.errors import EtagMismatch, MemnetError
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import apply_ops, parse_ops
@@ -69,7 +69,7 @@ from memnet.services.events.records import event_name
 from memnet.services.events.service import EventService
 from memnet.services.governance.walker import Walker
 from memnet.services.profiles.registry import ProfileRegistry
-from memnet.services.records import Json, retrying_from
+from memnet.services.records import retrying_from
 
 COMPACT_QUEUE = "memnet-compact"
 T = TypeVar("T")

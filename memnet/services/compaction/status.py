@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain.compaction import Removed
+from memnet.domain.envelope import Json
 from memnet.domain.freshness import Downgrade
 from memnet.services.compaction.digest import JOB
 from memnet.services.governance.walker import WalkReport
-from memnet.services.records import Json
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,15 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from memnet.domain.audit_records import new_change_id
+from memnet.domain.envelope import Json
 from memnet.domain.errors import Conflict
 from memnet.domain.layout import idempotency_name
 from memnet.domain.timestamps import format_timestamp, parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
 from memnet.services.records import dump, retrying
 
-Json = dict[str, Any]
 MAX_KEY_CHARS = 255
 
 

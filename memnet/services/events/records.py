@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, fields
 
+from memnet.domain.envelope import Json
 from memnet.domain.event_model import label
 from memnet.domain.layout import user_prefix
 from memnet.ports import BlobNotFound, BlobStore, IndexedEvent
-from memnet.services.records import Json
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from memnet.domain.callers import ANY, Caller
+from memnet.domain.envelope import Json
 from memnet.domain.errors import Conflict, Forbidden, NotFound
 from memnet.domain.event_model import parse_event
 from memnet.domain.ranking import Ranking, blend
@@ -39,7 +40,7 @@ from memnet.services.documents.idempotency import IdempotencyStore, Replay, Resp
 from memnet.services.events.classes import EventClasses
 from memnet.services.events.records import EventClass, EventRecord, IndexReport, load_event
 from memnet.services.forget.tombstones import Tombstones
-from memnet.services.records import Json, dump
+from memnet.services.records import dump
 from memnet.services.search.embedder_probe import EmbedderProbe
 from memnet.services.search.fusion import fuse
 from memnet.services.search.index import INDEX_QUEUE, IndexJobs, Reindexing

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Literal
 
+from memnet.domain.envelope import Json
 from memnet.domain.layout import forget_conversation_job_name, forget_job_name
-from memnet.services.records import Json
 
 Kind = Literal["forget_user", "forget_conversation"]
 Status = Literal["running", "done", "cancelled"]

@@ -5,10 +5,10 @@ hashes of the deleted names - never content), and who may see them."""
 from __future__ import annotations
 
 from memnet.domain.callers import Caller
+from memnet.domain.envelope import Json
 from memnet.domain.errors import Forbidden
 from memnet.domain.layout import receipt_name
 from memnet.services.forget.job import ForgetJob
-from memnet.services.records import Json
 
 _VIEW = (
     *("forget_id", "tenant_id", "user_id", "status", "phase", "requested_by", "started_at"),

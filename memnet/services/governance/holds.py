@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from memnet.domain.envelope import Json
 from memnet.domain.errors import NotFound
 from memnet.domain.layout import governance_log_name, tenant_policy_name
 from memnet.domain.timestamps import format_millis
@@ -22,7 +23,6 @@ from memnet.services.records import JsonRecords
 
 # The kinds of a user's data a hold can keep. Index entries follow their events;
 # idempotency records are operational copies and are never held.
-Json = dict[str, Any]
 HOLD_KINDS = ("documents", "snapshots", "events", "audit", "replays")
 
 

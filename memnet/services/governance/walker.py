@@ -23,10 +23,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 
+from memnet.domain.envelope import Json
 from memnet.domain.layout import sweep_state_name
 from memnet.domain.timestamps import format_millis, parse_timestamp
 from memnet.ports import BlobInfo, BlobNotFound, BlobStore, Clock, PreconditionFailed
-from memnet.services.records import Json, JsonRecords
+from memnet.services.records import JsonRecords
 
 Visit = Callable[[list[BlobInfo]], None]
 LEASE_SLACK = timedelta(seconds=60)  # beyond max_seconds: one slow page may overrun

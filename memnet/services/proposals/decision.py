@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from memnet.services.records import Json
+from memnet.domain.envelope import Json
 
 _UNSAID = frozenset({"note", "sensitivity"})  # None: left out
 

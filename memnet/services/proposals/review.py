@@ -29,7 +29,7 @@ from memnet.domain import sensitivity_views as views
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
-from memnet.domain.envelope import CONTENT, canonical
+from memnet.domain.envelope import CONTENT, Json, canonical
 from memnet.domain.errors import Conflict, EtagMismatch, NotFound, Unprocessable
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import parse_ops
@@ -48,7 +48,7 @@ from memnet.services.documents.listing import DocumentListing, NamespaceRef
 from memnet.services.documents.service import DocumentService
 from memnet.services.profiles.registry import ProfileRegistry
 from memnet.services.proposals.decision import Decision, Queue, Reviewed
-from memnet.services.records import Json, retrying
+from memnet.services.records import retrying
 
 DECISIONS = {"approve": "approved", "edit": "edited", "reject": "rejected"}
 REVIEW_ROLES = ("review", "admin")

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from memnet.domain.envelope import Json
 from memnet.domain.errors import MemnetError
 from memnet.domain.layout import SnapshotRef, user_prefix
 from memnet.domain.timestamps import format_millis
@@ -20,7 +21,6 @@ from memnet.ports import BlobNotFound, BlobStore, Clock
 from memnet.services.records import JsonRecords
 
 TERMINAL = frozenset({"applied", "partially_applied", "unresolved", "failed"})
-Json = dict[str, Any]
 
 
 @dataclass(frozen=True)
