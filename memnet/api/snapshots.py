@@ -66,7 +66,7 @@ def view(record: ReplayRecord, ref: SnapshotRef, full: bool = True) -> dict[str,
         }
     stored = record.as_json()
     body = {name: stored[name] for name in RECORD_FIELDS}
-    body["patches"] = (record.output or {}).get("patches", [])
+    body["patches"] = [p.as_json() for p in record.output.patches] if record.output else []
     body["status_url"] = status_url(ref)
     return body
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from memnet.domain.envelope import canonical
+from memnet.domain.envelope import Json, canonical
 from memnet.domain.errors import EtagMismatch, MemnetError
 from memnet.domain.layout import SnapshotRef
-from memnet.domain.replay_contract import patch_record
+from memnet.domain.replay_contract import PatchRecord
 from memnet.ports import Extractor
 from memnet.services.replay.records import ReplayRecord
 from memnet.services.replay.worker import ReplayService
@@ -28,10 +28,9 @@ def preview(replay: ReplayService, ref: SnapshotRef, extractor: Extractor) -> di
     caller = replay_caller(ref, profile_id, clearance)  # as extraction_request's views
     patches = []
     for patch in plan.patches:
-        record = patch_record(
-            patch, ref.replay_id, request, etags.get((patch.binding_id, patch.path))
-        )
-        patches.append({**record, **_outcome(replay, caller, ref, about, record)})
+        base = etags.get((patch.binding_id, patch.path))
+        record = PatchRecord.of(patch, ref.replay_id, request, base)
+        patches.append({**record.as_json(), **_outcome(replay, caller, ref, about, record)})
     digests = [d.digest for d in plan.digests]
     return {
         "snapshot": ref.as_json(),
@@ -49,12 +48,10 @@ def _outcome(
     caller: Any,
     ref: SnapshotRef,
     about: Planned,
-    record: dict[str, Any],
-) -> dict[str, Any]:
+    record: PatchRecord,
+) -> Json:
     try:
-        response = replay.documents.preview(
-            caller, command(ref, about, record, record["base_etag"])
-        )
+        response = replay.documents.preview(caller, command(ref, about, record, record.base_etag))
     except EtagMismatch as error:
         return {"outcome": "conflict", "conflict": error.details.get("rebase")}
     except MemnetError as error:
@@ -81,9 +78,9 @@ def _diff(
 ) -> dict[str, Any]:
     """What the new plan adds and drops against the stored one (patches compared by
     target and ops, digests by text)."""
-    output = (previous.output if previous else None) or {}
-    old_digests = [d["digest"] for d in output.get("digests", [])]
-    old = {_key(p): p for p in output.get("patches", [])}
+    output = previous.output if previous else None
+    old_digests = [d.digest for d in output.digests] if output else []
+    old = {_key(p): p for p in (p.as_json() for p in output.patches)} if output else {}
     new = {_key(p): p for p in patches}
     return {
         "digests_added": [d for d in digests if d not in old_digests],

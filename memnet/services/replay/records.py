@@ -16,6 +16,7 @@ from typing import Any
 from memnet.domain.envelope import Json
 from memnet.domain.errors import MemnetError
 from memnet.domain.layout import SnapshotRef, user_prefix
+from memnet.domain.replay_contract import PatchRecord, StoredPlan
 from memnet.domain.timestamps import format_millis
 from memnet.ports import BlobNotFound, BlobStore, Clock
 from memnet.services.records import JsonRecords
@@ -77,7 +78,7 @@ class ReplayRecord:
     rejected: tuple[Json, ...] = ()
     unresolved: tuple[Parked, ...] = ()
     error: Json | None = None
-    output: Json | None = None
+    output: StoredPlan | None = None
     enqueued: bool = False
     finished: bool = False
 
@@ -88,6 +89,8 @@ class ReplayRecord:
         for name in ("events", "changes", "rejected"):
             values[name] = tuple(stored.get(name) or ())
         values["unresolved"] = tuple(Parked(**u) for u in stored.get("unresolved") or ())
+        output = stored.get("output")
+        values["output"] = None if output is None else StoredPlan.from_json(output)
         return cls(**values)
 
     def as_json(self) -> Json:
@@ -97,6 +100,7 @@ class ReplayRecord:
             changes=list(self.changes),
             rejected=list(self.rejected),
             unresolved=[u.as_json() for u in self.unresolved],
+            output=None if self.output is None else self.output.as_json(),
         )
         return found
 
@@ -107,11 +111,9 @@ class ReplayRecord:
     def parked(self, index: int) -> Parked | None:
         return next((u for u in self.unresolved if u.patch_index == index), None)
 
-    def planned_patch(self, index: int) -> Json:
-        """The stored patch record with ``patch_index`` (the plan keeps only accepted
-        patches, so a patch's position in it is not its index)."""
+    def planned_patch(self, index: int) -> PatchRecord:
         assert self.output is not None
-        return next(p for p in self.output["patches"] if p["patch_index"] == index)
+        return self.output.patch(index)
 
     def settled(self, index: int) -> bool:
         return (
@@ -192,13 +194,13 @@ def claim(record: ReplayRecord) -> ReplayRecord:
     return replace(record, status="running", attempts=record.attempts + 1)
 
 
-def add_change(patch: Json, body: Json, **extra: Any) -> Change:
-    index = patch["patch_index"]
+def add_change(patch: PatchRecord, body: Json, **extra: Any) -> Change:
+    index = patch.patch_index
     change = {
         "patch_index": index,
-        "binding_id": patch["target_binding_id"],
-        "namespace": patch["target_namespace"],
-        "path": patch["target_path"],
+        "binding_id": patch.target_binding_id,
+        "namespace": patch.target_namespace,
+        "path": patch.target_path,
         "change_id": body.get("document", {}).get("change_id"),
         "etag": body["etag"],
         **({"rebased_from": body["rebased_from"]} if "rebased_from" in body else {}),

@@ -95,9 +95,7 @@ class ReplayReview:
         patch = record.planned_patch(index)
         caller = replay_caller(ref, record.profile_id, record.clearance)
         try:
-            response = self._documents.patch(
-                caller, command(ref, record, patch, patch["base_etag"])
-            )
+            response = self._documents.patch(caller, command(ref, record, patch, patch.base_etag))
         except EtagMismatch as error:
             return self._retry_later(ref, index, attempt, error)
         except MemnetError as error:
@@ -155,9 +153,7 @@ class ReplayReview:
                 ref, resolve_parked(index, "discarded", discarded_by=caller.caller_id)
             )
         patch = record.planned_patch(index)
-        target = DocumentRef(
-            ref.tenant_id, ref.user_id, patch["target_namespace"], patch["target_path"]
-        )
+        target = DocumentRef(ref.tenant_id, ref.user_id, patch.target_namespace, patch.target_path)
         current = self._documents.load(target)
         now = command(ref, record, patch, current.etag if current else None, rebase=False)
         replayer = replay_caller(ref, record.profile_id, record.clearance)

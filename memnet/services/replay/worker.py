@@ -31,21 +31,24 @@ import json
 import logging
 import math
 import secrets
-from dataclasses import asdict, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import Caller
+from memnet.domain.envelope import Json
 from memnet.domain.errors import BadRequest, Conflict, EtagMismatch, MemnetError
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.profiles import Profile
 from memnet.domain.replay_contract import (
+    Digest,
     ExtractionRequest,
+    PatchRecord,
     ReplayPlan,
+    StoredPlan,
     TargetDocument,
     check_output,
-    patch_record,
 )
 from memnet.domain.replay_guard import Similar, clamp_transcript, review
 from memnet.domain.timestamps import parse_timestamp
@@ -215,10 +218,10 @@ class ReplayService:
             return record
         output = record.output
         caller = replay_caller(ref, record.profile_id, record.clearance)
-        for index, digest in enumerate(output["digests"]):
+        for index, digest in enumerate(output.digests):
             self._write_digest(ref, caller, record, index, digest)
-        for patch in output["patches"]:
-            if not record.settled(patch["patch_index"]):
+        for patch in output.patches:
+            if not record.settled(patch.patch_index):
                 record = self._apply(ref, caller, record, patch)
         return self._records.update(ref, partial(replace, finished=True))
 
@@ -363,10 +366,10 @@ class ReplayService:
         caller: Caller,
         record: ReplayRecord,
         index: int,
-        digest: dict[str, Any],
+        digest: Digest,
     ) -> None:
         assert record.output is not None
-        event_id = f"{record.output['event_prefix']}_{index}"
+        event_id = f"{record.output.event_prefix}_{index}"
         if event_id in record.events:
             return
         key = f"replay-{ref.replay_id}-digest-{index}"
@@ -383,34 +386,32 @@ class ReplayService:
         )
 
     def _digest_body(
-        self, ref: SnapshotRef, caller: Caller, record: ReplayRecord, event_id: str, digest: Any
-    ) -> dict[str, Any]:
+        self, ref: SnapshotRef, caller: Caller, record: ReplayRecord, event_id: str, digest: Digest
+    ) -> Json:
         """The event of one digest, of the replay's class: its uploader's clearance in its
         profile (:func:`~memnet.services.events.classes.replay_class`; a profile gone
         since the plan: 404, the digest rejected)."""
-        output = record.output or {}
+        assert record.output is not None
         profile = self._registry.for_caller(caller, record.profile_id)
         return {
             "event_id": event_id,
-            "service_id": output["service_id"],
-            "timestamp": output["timestamp"],
+            "service_id": record.output.service_id,
+            "timestamp": record.output.timestamp,
             "source_type": "replay",
-            "digest": digest["digest"],
-            "keywords": list(digest["keywords"]),
-            "project_ids": list(digest["project_ids"]),
+            "digest": digest.digest,
+            "keywords": list(digest.keywords),
+            "project_ids": list(digest.project_ids),
             "snapshot_uri": ref.uri,
-            "evidence": {"message_ids": list(digest["message_ids"])},
+            "evidence": {"message_ids": list(digest.message_ids)},
             "sensitivity": replay_class(profile, record.clearance),
         }
 
     def _apply(
-        self, ref: SnapshotRef, caller: Caller, record: ReplayRecord, patch: dict[str, Any]
+        self, ref: SnapshotRef, caller: Caller, record: ReplayRecord, patch: PatchRecord
     ) -> ReplayRecord:
-        index = patch["patch_index"]
+        index = patch.patch_index
         try:
-            response = self._documents.patch(
-                caller, command(ref, record, patch, patch["base_etag"])
-            )
+            response = self._documents.patch(caller, command(ref, record, patch, patch.base_etag))
         except EtagMismatch as error:
             return self.review.park(ref, index, error)
         except MemnetError as error:
@@ -437,19 +438,16 @@ def _similarity(embedder: Embedder) -> Similar:
     return similar
 
 
-def _stored_plan(ref: SnapshotRef, request: ExtractionRequest, plan: ReplayPlan) -> dict[str, Any]:
-    """What the record keeps of an accepted plan: the digests, the spec 9.3 patch records
-    (based on the versions the extractor was shown) and what the events need."""
+def _stored_plan(ref: SnapshotRef, request: ExtractionRequest, plan: ReplayPlan) -> StoredPlan:
     etags = {(t.binding_id, t.path): t.etag for t in request.targets}
     transcript = request.transcript
-    return {
-        "service_id": transcript.service_id or REPLAY_CALLER,
-        "timestamp": transcript.messages[-1].timestamp,
-        # Event ids are fixed at planning, unguessable: nobody can take them first.
-        "event_prefix": f"evt_{secrets.token_hex(12)}",
-        "digests": [asdict(d) for d in plan.digests],
-        "patches": [
-            patch_record(p, ref.replay_id, request, etags[(p.binding_id, p.path)])
+    return StoredPlan(
+        service_id=transcript.service_id or REPLAY_CALLER,
+        timestamp=transcript.messages[-1].timestamp,
+        event_prefix=f"evt_{secrets.token_hex(12)}",  # unguessable: nobody takes them first
+        digests=tuple(plan.digests),
+        patches=tuple(
+            PatchRecord.of(p, ref.replay_id, request, etags[(p.binding_id, p.path)])
             for p in plan.patches
-        ],
-    }
+        ),
+    )

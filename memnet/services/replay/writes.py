@@ -13,6 +13,7 @@ from memnet.domain.document_model import Precondition, WriteCommand
 from memnet.domain.envelope import canonical
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.patching import parse_ops
+from memnet.domain.replay_contract import PatchRecord
 from memnet.services.replay.records import ReplayRecord
 
 REPLAY_QUEUE = "memnet-replay"
@@ -22,28 +23,26 @@ REPLAY_CALLER = "memnet-replay"
 def command(
     ref: SnapshotRef,
     about: ReplayRecord | Planned,
-    patch: dict[str, Any],
+    patch: PatchRecord,
     base: str | None,
     rebase: bool = True,
 ) -> WriteCommand:
     """The governed write of one patch record of ``about``'s plan, based on ``base``."""
     return WriteCommand(
-        ref=DocumentRef(
-            ref.tenant_id, ref.user_id, patch["target_namespace"], patch["target_path"]
-        ),
+        ref=DocumentRef(ref.tenant_id, ref.user_id, patch.target_namespace, patch.target_path),
         profile_id=about.profile_id,
-        binding_id=patch["target_binding_id"],
+        binding_id=patch.target_binding_id,
         precondition=Precondition(if_match=base, create=base is None),
-        idempotency_key=patch["idempotency_key"],
-        fingerprint=fingerprint(patch),
+        idempotency_key=patch.idempotency_key,
+        fingerprint=fingerprint(patch.as_json()),
         reason="replay_update",
         request_id=ref.replay_id,
-        evidence=patch["evidence"],
-        confidence=patch["confidence"],
-        ops=parse_ops(patch["ops"]),
+        evidence=patch.evidence,
+        confidence=patch.confidence,
+        ops=parse_ops(patch.ops),
         rebase=rebase,
         origin={"replay_id": ref.replay_id, "extractor": about.extractor},
-        holds={int(i): tuple(r) for i, r in patch.get("holds", {}).items()},
+        holds={int(i): tuple(r) for i, r in patch.holds.items()},
     )
 
 
