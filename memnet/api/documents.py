@@ -50,7 +50,7 @@ def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse
             location=["query", "before"],
         )
     page = services.documents.history(ctx.caller, ref, profile_id, limit, before)
-    return ApiResponse.json(200, page)
+    return ApiResponse.json(200, page.as_json())
 
 
 @endpoint()

@@ -63,7 +63,7 @@ def content(services: Services, ref: DocumentRef) -> dict[str, Any]:
 def history(services: Services, ref: DocumentRef) -> list[dict[str, Any]]:
     """The document's audit records, newest first."""
     page = services.documents.history(AGENT, ref, PROFILE, 100)
-    return list(page["changes"])
+    return list(page.changes)
 
 
 def notes(n: int, year: int = 2026, prefix: str = "note") -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ import time
 from memnet import bootstrap
 from memnet.api.workers import handle_compaction_job
 from memnet.bootstrap import Services
+from memnet.domain.retraction import points_at
 from memnet.services.compaction.service import COMPACT_QUEUE, COMPACTION_CALLER
 from memnet.services.events.records import event_name
 from tests.api.compacting import (
@@ -100,8 +101,8 @@ def test_a_digest_carries_the_removed_items_evidence(services: Services):
     # forgetting conv-a finds the digest by its sources (and not by another conversation)
     name = event_name("t1", "u1", status["event_id"])
     scan = services.forget_conversation._names_conversation  # the events phase's matcher
-    assert scan(name, {"tenant_id": "t1", "user_id": "u1", "conversation_id": "conv-a"})
-    assert not scan(name, {"tenant_id": "t1", "user_id": "u1", "conversation_id": "conv-b"})
+    assert scan(name, points_at("t1", "u1", "conv-a"))
+    assert not scan(name, points_at("t1", "u1", "conv-b"))
 
 
 def test_a_digest_of_many_sources_stays_a_valid_event(services: Services):

@@ -8,13 +8,14 @@ a crash or a lost response), and which records no document reached (orphans)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from memnet.domain.audit_records import AuditRecord, change_time, fold
 from memnet.domain.bindings import Binding
 from memnet.domain.document_model import StoredDocument, WriteCommand
+from memnet.domain.envelope import Json
 from memnet.domain.errors import BadRequest, EtagMismatch, NotFound
 from memnet.domain.expiry import expired
 from memnet.domain.layout import DocumentRef, audit_name, user_prefix
@@ -39,7 +40,7 @@ class DocumentChain:
 
     def page(
         self, ref: DocumentRef, current: StoredDocument, limit: int, before: str | None
-    ) -> dict[str, Any]:
+    ) -> HistoryPage:
         """Committed changes, newest first, ``limit`` of them from the head (or from just
         before the change ``before``)."""
         head: str | None = current.document.get("change_id")
@@ -47,12 +48,11 @@ class DocumentChain:
         if before is not None:
             head, etag = self._cursor(ref, current, before)
         entries = self._audit.history(ref, head, etag, limit + 1)
-        page: dict[str, Any] = {"etag": current.etag, "changes": entries[:limit]}
-        page["next_before"] = entries[limit - 1]["change_id"] if len(entries) > limit else None
+        next_before = entries[limit - 1]["change_id"] if len(entries) > limit else None
         oldest = entries[-1].get("prev_change_id") if entries else head
-        if page["next_before"] is None and oldest is not None:
-            page["truncated"] = True  # older changes were removed by retention
-        return page
+        # without a next page, an oldest change with a predecessor: retention removed it
+        truncated = next_before is None and oldest is not None
+        return HistoryPage(current.etag, tuple(entries[:limit]), next_before, truncated)
 
     def _cursor(
         self, ref: DocumentRef, current: StoredDocument, before: str
@@ -185,6 +185,21 @@ class DocumentChain:
     def _head(self, blob_name: str) -> str | None:
         head = json.loads(self._blobs.read(blob_name).data).get("change_id")
         return head if isinstance(head, str) else None
+
+
+@dataclass(frozen=True)
+class HistoryPage:
+    """One page of a document's history (spec 19.2, 25.6): each change its audit record
+    as stored plus the derived ``post_etag``; ``next_before`` names the next page."""
+
+    etag: str
+    changes: tuple[Json, ...]
+    next_before: str | None
+    truncated: bool = False  # older changes were removed by retention
+
+    def as_json(self) -> Json:
+        found = {"etag": self.etag, "changes": list(self.changes), "next_before": self.next_before}
+        return {**found, "truncated": True} if self.truncated else found
 
 
 def write_response(

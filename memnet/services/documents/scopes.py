@@ -12,13 +12,13 @@ it, and (to admins only) the evidence, which names users' conversations.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import WriteCommand
 from memnet.domain.errors import Forbidden
 from memnet.domain.layout import DocumentRef
+from memnet.services.documents.chain import HistoryPage
 
 
 def scoped_ref(ref: DocumentRef, binding: Binding) -> DocumentRef:
@@ -54,13 +54,13 @@ def scoped_write(
 PRIVATE_RECORD_FIELDS = ("evidence", "origin", "request_id", "idempotency_key_sha256")
 
 
-def visible_history(page: dict[str, Any], caller: Caller, binding: Binding) -> dict[str, Any]:
+def visible_history(page: HistoryPage, caller: Caller, binding: Binding) -> HistoryPage:
     """``page`` as ``caller`` may see it: a shared document's changes without what names
     the users and conversations they came from, unless the caller is an admin."""
     if not binding.shared or "admin" in caller.roles:
         return page
-    changes = [
+    changes = tuple(
         {k: v for k, v in change.items() if k not in PRIVATE_RECORD_FIELDS}
-        for change in page.get("changes", [])
-    ]
-    return {**page, "changes": changes}
+        for change in page.changes
+    )
+    return replace(page, changes=changes)

@@ -36,7 +36,7 @@ from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
 from memnet.ports import BlobStore, Clock
 from memnet.services import telemetry
 from memnet.services.documents.audit import AuditLog
-from memnet.services.documents.chain import DocumentChain, write_response
+from memnet.services.documents.chain import DocumentChain, HistoryPage, write_response
 from memnet.services.documents.idempotency import Claim, IdempotencyStore, Response, Ticket
 from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
 from memnet.services.documents.write_path import AfterCommit, Change, LostRace, WritePath
@@ -98,7 +98,7 @@ class DocumentService:
         profile_id: str | None,
         limit: int,
         before: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> HistoryPage:
         """Committed changes of one document, newest first, a page at a time (spec 19.2,
         25.6): ``before`` is the ``next_before`` of the previous page."""
         caller.require(ref.tenant_id, "read")
