@@ -14,7 +14,7 @@ from memnet.services.context.assembly import AssembleRequest
 def assemble_context(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     _, body = parsing.model_body(request, ctx.services.settings.max_body_bytes, AssembleBody)
     assembled = ctx.services.context.assemble(ctx.caller, _request(request, body))
-    return ApiResponse.json(200, assembled)
+    return ApiResponse.json(200, assembled.as_json())
 
 
 def _request(request: ApiRequest, body: AssembleBody) -> AssembleRequest:

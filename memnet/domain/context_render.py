@@ -21,7 +21,7 @@ from typing import Any
 from memnet.domain import text_render
 from memnet.domain.bindings import Binding
 from memnet.domain.document_model import StoredDocument
-from memnet.domain.envelope import char_count
+from memnet.domain.envelope import Json, char_count
 from memnet.domain.profiles import RenderRules
 from memnet.domain.project_routing import ProjectRanking
 
@@ -72,7 +72,7 @@ class Budgeted:
     entries) and, when text is rendered, the text."""
 
     kept: list[Selected]
-    dropped: list[dict[str, Any]]
+    dropped: list[Dropped]
     rendered: str | None = None
 
 
@@ -103,7 +103,7 @@ def apply_budget(
 
 def _budgeted(
     kept: list[Selected],
-    dropped: list[dict[str, Any]],
+    dropped: list[Dropped],
     sections: list[str],
     rules: RenderRules | None,
 ) -> Budgeted:
@@ -116,36 +116,63 @@ def _cost(item: Selected, section: str | None, first: bool) -> int:
     return len(section) + (0 if first else len(SEPARATOR))
 
 
-def _over(item: Selected, reason: str) -> dict[str, Any]:
-    return {
-        "binding_id": item.binding.binding_id,
-        "namespace": item.binding.namespace,
-        "path": item.path,
-        "reason": reason,
-        "chars": char_count(item.stored.document),
-    }
+def _over(item: Selected, reason: str) -> Dropped:
+    chars = char_count(item.stored.document)
+    return Dropped(item.binding.binding_id, item.binding.namespace, item.path, reason, chars)
 
 
-def dropped_entry(binding: Binding, path: str | None, reason: str) -> dict[str, Any]:
-    return {
-        "binding_id": binding.binding_id,
-        "namespace": binding.namespace,
-        "path": path,
-        "reason": reason,
-    }
+@dataclass(frozen=True)
+class Dropped:
+    """A binding whose document context left out, and why (``chars``: its size, when it
+    was left out for the budget)."""
+
+    binding_id: str
+    namespace: str
+    path: str | None
+    reason: str
+    chars: int | None = None
+
+    @classmethod
+    def of(cls, binding: Binding, path: str | None, reason: str) -> Dropped:
+        return cls(binding.binding_id, binding.namespace, path, reason)
+
+    def as_json(self) -> Json:
+        found: Json = {
+            "binding_id": self.binding_id,
+            "namespace": self.namespace,
+            "path": self.path,
+            "reason": self.reason,
+        }
+        return found if self.chars is None else {**found, "chars": self.chars}
 
 
-def response(
-    decision: Decision, kept: list[Selected], dropped: list[dict[str, Any]]
-) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "selected_project_id": decision.project_id,
-        "documents": [s.as_json() for s in kept],
-        "dropped_bindings": dropped,
-    }
-    if decision.warnings:
-        result["warnings"] = decision.warnings
-    return result
+@dataclass(frozen=True)
+class Assembled:
+    """A context assembly's answer (spec 10.4): the documents kept, in priority order,
+    what was dropped, and what the request asked for besides."""
+
+    decision: Decision
+    kept: list[Selected]
+    dropped: list[Dropped]
+    pending_sections: list[Json] = field(default_factory=list)
+    rendered: str | None = None
+    routing_debug: Json | None = None
+
+    def as_json(self) -> Json:
+        found: Json = {
+            "selected_project_id": self.decision.project_id,
+            "documents": [s.as_json() for s in self.kept],
+            "dropped_bindings": [d.as_json() for d in self.dropped],
+        }
+        if self.decision.warnings:
+            found["warnings"] = self.decision.warnings
+        if self.pending_sections:
+            found["pending_sections"] = self.pending_sections
+        if self.rendered is not None:
+            found["rendered"] = self.rendered
+        if self.routing_debug is not None:
+            found["routing_debug"] = self.routing_debug
+        return found
 
 
 def routing_debug(decision: Decision) -> dict[str, Any]:

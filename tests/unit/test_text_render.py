@@ -139,7 +139,7 @@ def test_rendered_text_keeps_a_priority_prefix_within_max_chars_total():
         budgeted = apply_budget(docs, 8, budget, STARTER)
         assert budgeted.rendered is not None and len(budgeted.rendered) <= budget
         assert budgeted.kept == docs[: len(budgeted.kept)]
-        assert [d["binding_id"] for d in budgeted.dropped] == [
+        assert [d.binding_id for d in budgeted.dropped] == [
             d.binding.binding_id for d in docs[len(budgeted.kept) :]
         ]
         assert budgeted.rendered.count("### memory ") == len(budgeted.kept)

@@ -23,11 +23,11 @@ from memnet.domain import sensitivity_views as views
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.context_render import (
+    Assembled,
     Decision,
+    Dropped,
     Selected,
     apply_budget,
-    dropped_entry,
-    response,
     routing_debug,
 )
 from memnet.domain.document_model import StoredDocument
@@ -96,7 +96,7 @@ class ContextService:
         self._pool: Executor | None = None
         self._pool_lock = threading.Lock()
 
-    def assemble(self, caller: Caller, request: AssembleRequest) -> dict[str, Any]:
+    def assemble(self, caller: Caller, request: AssembleRequest) -> Assembled:
         caller.require(request.tenant_id, "read")
         profile = self._registry.for_caller(caller, request.profile_id)
         now = self._clock.now() if self._clock is not None else None
@@ -116,15 +116,15 @@ class ContextService:
         budget = request.max_chars_total or profile.context.default_max_chars_total
         rules = profile.context.rendering if request.render == "text" else None
         budgeted = apply_budget(selected, max_docs, budget, rules)
-        result = response(decision, budgeted.kept, dropped + budgeted.dropped)
-        withheld = [entry for s in budgeted.kept if (entry := _pending_entry(s))]
-        if withheld:
-            result["pending_sections"] = withheld
-        if budgeted.rendered is not None:
-            result["rendered"] = budgeted.rendered
-        if request.debug and "debug" in caller.roles:
-            result["routing_debug"] = routing_debug(decision)
-        return result
+        debug = request.debug and "debug" in caller.roles
+        return Assembled(
+            decision,
+            budgeted.kept,
+            dropped + budgeted.dropped,
+            [entry for s in budgeted.kept if (entry := _pending_entry(s))],
+            budgeted.rendered,
+            routing_debug(decision) if debug else None,
+        )
 
     def _executor(self) -> Executor | None:
         """The read pool while reads are slow enough for it to pay; started on first use
@@ -281,7 +281,7 @@ class ContextService:
 
     def _collect(
         self, profile: Profile, reader: Reader, decision: Decision
-    ) -> tuple[list[Selected], list[dict[str, Any]]]:
+    ) -> tuple[list[Selected], list[Dropped]]:
         rules = profile.context.routing
         variables = (
             {rules.project_variable: decision.project_id} if (rules and decision.project_id) else {}
@@ -294,13 +294,13 @@ class ContextService:
             if (path := paths[b.binding_id]) is not None and _unavailable(b, path) is None
         )
         selected: list[Selected] = []
-        dropped: list[dict[str, Any]] = []
+        dropped: list[Dropped] = []
         for binding in bindings:
             path = paths[binding.binding_id]
             reason = _unavailable(binding, path)
             stored = None if reason or path is None else reader.load(reader.ref(binding, path))
             if reason is not None or stored is None or path is None:
-                dropped.append(dropped_entry(binding, path, reason or "missing"))
+                dropped.append(Dropped.of(binding, path, reason or "missing"))
             else:
                 selected.append(_pending_shown(profile, Selected(binding, path, stored)))
         if rules is not None and decision.project_id is not None:
