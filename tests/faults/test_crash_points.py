@@ -82,8 +82,10 @@ class CrashingBlobStore:
 
 
 def start(data: Path, crash_before: int = 0, extractor: Extractor | None = None) -> Services:
-    settings = replace(make_settings(data), idempotency_lease_seconds=0)
-    store = FileBlobStore(data, settings.blob_container)
+    # A simulated crash is an exception, not a power loss: no fsync changes what these
+    # tests can see (the file store's own tests check its fsync sequence), so none is made.
+    settings = replace(make_settings(data), idempotency_lease_seconds=0, local_fsync=False)
+    store = FileBlobStore(data, settings.blob_container, fsync=False)
     blobs = CrashingBlobStore(store, crash_before) if crash_before else store
     services = bootstrap.build(settings, blobs=blobs, extractor=extractor)
     bootstrap.install(services)

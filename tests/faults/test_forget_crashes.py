@@ -34,8 +34,9 @@ def start(data: Path, crash_before: int = 0) -> Services:
         forget_grace_seconds=0,
         sweep_page_size=3,
         idempotency_lease_seconds=0,  # a crashed write's key is taken over at once
+        local_fsync=False,  # a simulated crash is not a power loss (test_crash_points.start)
     )
-    store = FileBlobStore(data, settings.blob_container)
+    store = FileBlobStore(data, settings.blob_container, fsync=False)
     blobs = CrashingBlobStore(store, crash_before) if crash_before else store
     services = bootstrap.build(settings, blobs=blobs)
     bootstrap.install(services)
