@@ -105,6 +105,7 @@ def committed_history_matches_document(client: DirectClient) -> list[dict]:
     return changes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crash_before", range(1, WRITES_PER_PATCH + 1))
 def test_crash_between_writes_of_a_patch_loses_nothing(tmp_path: Path, crash_before: int):
     client = DirectClient(AGENT_KEY)

@@ -93,6 +93,7 @@ def test_without_a_crash(tmp_path: Path) -> None:
     assert outcome(services)["events"] == 4
 
 
+@pytest.mark.slow
 def test_a_crash_before_any_write_of_the_forget_then_a_rerun_counts_exactly(tmp_path: Path):
     seeded(tmp_path / "baseline")
     baseline = start(tmp_path / "baseline")
@@ -158,6 +159,7 @@ def conversation_outcome(services: Services) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_forget_conversation_survives_a_crash_at_every_write(tmp_path: Path):
     start(tmp_path / "baseline")
     seed_conversations(DirectClient(AGENT_KEY))
