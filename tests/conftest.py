@@ -192,7 +192,8 @@ def worker_id(config: pytest.Config) -> str:
 # in around it on the other worker, rather than one worker running it at the end while the
 # other idles (docs/testing.md). ``slow(seconds)`` puts the longest first (xdist hands out
 # its first tests in turn, so the two longest start at once, one on each worker); the
-# order among the rest is unchanged.
+# order among the rest is unchanged. Not for a test that shares a module-scoped fixture
+# with others: moved away from them, it would set the fixture up a second time.
 
 
 def _start_order(item: pytest.Item) -> tuple[bool, float]:

@@ -247,7 +247,6 @@ def _items(report: dict) -> list[dict]:
     return [item for section in report["results"] for item in section["items"]]
 
 
-@pytest.mark.slow
 def test_doctor_finds_no_failure_and_no_applicable_warning(doctor_report: dict) -> None:
     assert doctor_report["metadata"]["programming_model"] == "v2"
     findings = [
