@@ -186,7 +186,27 @@ def worker_id(config: pytest.Config) -> str:
     return str(workerinput["workerid"]) if workerinput else "main"
 
 
+# --- Long tests start first ---------------------------------------------------------------
+# A test marked ``slow`` runs for tens of seconds alone (the fuzz, the state machine, the
+# crash loops, the server kills). Under ``-n 2`` it starts first, so the short tests fill
+# in around it on the other worker, rather than one worker running it at the end while the
+# other idles (docs/testing.md). ``slow(seconds)`` puts the longest first (xdist hands out
+# its first tests in turn, so the two longest start at once, one on each worker); the
+# order among the rest is unchanged. Not for a test that shares a module-scoped fixture
+# with others: moved away from them, it would set the fixture up a second time.
+
+
+def _start_order(item: pytest.Item) -> tuple[bool, float]:
+    slow = item.get_closest_marker("slow")
+    return slow is None, -float(slow.args[0]) if slow is not None and slow.args else 0.0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_start_order)
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: runs for tens of seconds; started first")
     workerinput = getattr(config, "workerinput", None)
     if workerinput:
         run_dir = Path(workerinput["memnet_log_dir"])

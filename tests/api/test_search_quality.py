@@ -139,6 +139,7 @@ def report(rows: list[Row]) -> None:
 # Direct on local files only: the index is the embedded SQLite one on every backend, so the
 # metrics are the same elsewhere (measured: identical on Azurite), while Azurite and HTTP
 # add ~17 s of blob reads and round trips to the ~0.5 s this takes.
+@pytest.mark.slow
 @pytest.mark.parametrize("services", ["local"], indirect=True)
 @pytest.mark.parametrize("client", ["direct"], indirect=True)
 def test_ranking_beats_newest_first_on_the_judged_set(client: ApiClient):

@@ -173,6 +173,7 @@ def test_the_first_shell_session_adds_a_project_with_an_admin_put(served_with_wo
     assert "project-alpha.json" in [d["path"] for d in assemblies[-1]["documents"]]
 
 
+@pytest.mark.slow
 def test_the_forgetting_session_needs_nothing_set_up_before(served_with_workers: str):
     """Bob's conversation is made by the session itself, then forgotten; Alice is
     forgotten with her audit trail kept by a hold."""

@@ -215,6 +215,7 @@ def test_binary_content_round_trips_unchanged(blob_store: BlobStore, data: bytes
     assert blob_store.read("bin/blob.bin").data == data
 
 
+@pytest.mark.slow
 def test_concurrent_read_modify_write_loses_no_update(blob_store: BlobStore) -> None:
     threads, times = 16, 8
     blob_store.write("counter", b"0", Condition.create_only())
@@ -328,6 +329,7 @@ def large_directory() -> list[str]:
     return names
 
 
+@pytest.mark.slow
 def test_list_page_of_a_large_directory_is_complete_and_in_order(
     blob_store: BlobStore,
 ) -> None:
@@ -462,6 +464,7 @@ def _increment_in_process(root: str, times: int) -> None:
     increment(FileBlobStore(Path(root)), "counter", times)
 
 
+@pytest.mark.slow
 def test_file_store_processes_lose_no_update(tmp_path: Path) -> None:
     processes, times = 4, 25
     FileBlobStore(tmp_path).write("counter", b"0", Condition.create_only())
@@ -646,6 +649,7 @@ def test_read_if_changed_on_a_missing_blob_raises_not_found(blob_store: BlobStor
         blob_store.read_if_changed("missing.json", STALE)
 
 
+@pytest.mark.slow
 def test_embedded_store_survives_writes_racing_deletes_in_one_tree(
     embedded_store: BlobStore,
 ) -> None:

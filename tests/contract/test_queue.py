@@ -319,6 +319,7 @@ def _drain_in_process(path: str, out: str) -> None:
     Path(out).write_text("\n".join(drain(SqliteQueue(Path(path)), "jobs")))
 
 
+@pytest.mark.slow
 def test_sqlite_queue_processes_each_message_once_across_processes(tmp_path: Path) -> None:
     queue, total = SqliteQueue(tmp_path / "q.db"), 300
     sent = {queue.send("jobs", f"m{i}") for i in range(total)}

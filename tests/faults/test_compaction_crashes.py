@@ -71,6 +71,7 @@ def test_without_a_crash(tmp_path: Path) -> None:
     assert found["notes"] == OLD[3:] and found["event_bases"] == [found["base"]]
 
 
+@pytest.mark.slow
 def test_a_crash_before_any_write_then_a_rerun_ends_as_without_one(tmp_path: Path) -> None:
     total = mutations(tmp_path / "count")
     assert total >= 10

@@ -34,8 +34,9 @@ def start(data: Path, crash_before: int = 0) -> Services:
         forget_grace_seconds=0,
         sweep_page_size=3,
         idempotency_lease_seconds=0,  # a crashed write's key is taken over at once
+        local_fsync=False,  # a simulated crash is not a power loss (test_crash_points.start)
     )
-    store = FileBlobStore(data, settings.blob_container)
+    store = FileBlobStore(data, settings.blob_container, fsync=False)
     blobs = CrashingBlobStore(store, crash_before) if crash_before else store
     services = bootstrap.build(settings, blobs=blobs)
     bootstrap.install(services)
@@ -92,6 +93,7 @@ def test_without_a_crash(tmp_path: Path) -> None:
     assert outcome(services)["events"] == 4
 
 
+@pytest.mark.slow
 def test_a_crash_before_any_write_of_the_forget_then_a_rerun_counts_exactly(tmp_path: Path):
     seeded(tmp_path / "baseline")
     baseline = start(tmp_path / "baseline")
@@ -157,6 +159,7 @@ def conversation_outcome(services: Services) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 def test_forget_conversation_survives_a_crash_at_every_write(tmp_path: Path):
     start(tmp_path / "baseline")
     seed_conversations(DirectClient(AGENT_KEY))

@@ -121,6 +121,7 @@ def forget(port: int, user: str) -> dict[str, Any]:
     return done
 
 
+@pytest.mark.slow
 def test_a_forget_leaves_no_byte_of_the_user_anywhere_in_the_data_directory(
     server: ServedHost, data_dir: Path
 ):
@@ -192,6 +193,7 @@ def temp_files_of(data_dir: Path, user: str) -> list[Path]:
     ]
 
 
+@pytest.mark.slow
 def test_after_kills_under_write_load_a_forget_still_leaves_nothing(
     server: ServedHost, data_dir: Path
 ):

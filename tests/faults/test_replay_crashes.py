@@ -131,6 +131,7 @@ def test_a_clean_replay_counts_its_writes(tmp_path: Path):
     assert worker_mutations(tmp_path) >= 12
 
 
+@pytest.mark.slow
 def test_a_crash_before_any_write_then_redelivery_applies_everything_once(tmp_path: Path):
     total = worker_mutations(tmp_path)
     for crash_before in range(1, total + 1):

@@ -90,6 +90,7 @@ def server(tmp_path: Path, subprocess_log: Path) -> Iterator[ServedHost]:
         running.kill()
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_no_acknowledged_patch(server: ServedHost):
     started = time.monotonic()
     create = [{"op": "replace", "path": "/content/summary", "value": "crash test"}]

@@ -1,4 +1,4 @@
-"""The fuzzing fixtures: the service on a fresh data directory behind the real local host,
+"""The fuzzing fixtures: the service on memory storage behind the real local host,
 and a caller that holds every role, so Schemathesis reaches every route past its gate."""
 
 from __future__ import annotations
@@ -35,7 +35,10 @@ def examples() -> int:
 def fuzz_service(tmp_path: Path) -> Iterator[None]:
     callers = tmp_path / "callers.json"
     callers.write_text(json.dumps({"callers": [FUZZ_CALLER]}), encoding="utf-8")
-    built = bootstrap.build(make_settings(tmp_path / "data", callers_file=callers))
+    # Blobs and queues in memory: the fuzz is about the HTTP API against its document, not
+    # storage, which the contract suites cover (docs/testing.md, "The memory backend").
+    settings = make_settings(tmp_path / "data", storage="memory", callers_file=callers)
+    built = bootstrap.build(settings)
     bootstrap.install(built)
     yield
     bootstrap.install(None)

@@ -22,6 +22,7 @@ from tests.conftest import REPO
 from tests.fuzz.conftest import FUZZ_KEY, examples
 
 
+@pytest.mark.slow(70)  # seconds on this machine (docs/testing.md)
 @pytest.mark.timeout(1800)
 def test_schemathesis_finds_nothing(http_server: str, fuzz_service: None, tmp_path: Path) -> None:
     command = [

@@ -10,6 +10,8 @@ import shlex
 import uuid
 from pathlib import Path
 
+import pytest
+
 from tests.azurite import Azurite
 from tests.conftest import REPO
 from tests.served import ServedHost, request
@@ -26,6 +28,7 @@ def documented_settings() -> dict[str, str]:
     return dict(word.split("=", 1) for word in shlex.split(line.group(1)))
 
 
+@pytest.mark.slow
 def test_the_documented_azurite_recipe_serves_from_azurite(
     azurite_queue: Azurite, tmp_path: Path, subprocess_log: Path
 ) -> None:

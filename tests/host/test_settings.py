@@ -94,6 +94,7 @@ def test_relative_setting_paths_are_from_the_app_root_not_the_working_directory(
     assert Settings().profiles_dir == APP_ROOT / "profiles"
 
 
+@pytest.mark.slow
 def test_the_host_started_from_another_directory_serves_as_from_the_app_root(
     tmp_path: Path, subprocess_log: Path
 ) -> None:

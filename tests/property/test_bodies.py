@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
@@ -282,6 +283,7 @@ def huge_patch(shape: str, section: str, op: str, item: str, count: int) -> byte
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate)
 
 
+@pytest.mark.slow
 @settings(max_examples=budget(0.5), phases=NO_SHRINK)
 @given(
     binding_id=st.sampled_from(sorted(ARRAY_SECTIONS)),
@@ -331,6 +333,7 @@ def huge_other(name: str, item: str, count: int) -> bytes:
     return fill('{"tenant_id":"t1","user_id":"u1","x":[', "]}", item, count)
 
 
+@pytest.mark.slow
 @settings(max_examples=budget(0.3), phases=NO_SHRINK)
 @given(
     name=st.sampled_from(["put", "event", "search", "assemble", "reindex"]),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -252,3 +253,4 @@ def deepest(items: list[Any], member: str) -> tuple[int, int]:
 
 
 TestDocumentLife = DocumentLife.TestCase
+TestDocumentLife.pytestmark = [pytest.mark.slow(60)]  # seconds on this machine

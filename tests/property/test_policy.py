@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,7 @@ def test_a_denylisted_field_is_refused_in_any_spelling(
     harness.assert_unchanged(before, reply)
 
 
+@pytest.mark.slow
 @given(data=st.data(), binding=st.sampled_from([USER_DYNAMIC, PROJECT]))
 def test_any_patch_is_answered_and_an_accepted_one_folds(
     harness: Harness, data: st.DataObject, binding: Target
