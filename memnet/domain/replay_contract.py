@@ -103,9 +103,16 @@ class Rejection:
     index: int | None
     code: str
     reason: str
+    details: Json | None = None  # the write path's refusal's, when it refused
 
-    def as_json(self) -> dict[str, Any]:
-        return {"part": self.part, "index": self.index, "code": self.code, "reason": self.reason}
+    def as_json(self) -> Json:
+        found = {"part": self.part, "index": self.index, "code": self.code, "reason": self.reason}
+        return found if self.details is None else {**found, "details": self.details}
+
+    @classmethod
+    def from_json(cls, stored: Json) -> Rejection:
+        part, index, code = stored["part"], stored.get("index"), stored["code"]
+        return cls(part, index, code, stored.get("reason", ""), stored.get("details"))
 
 
 @dataclass

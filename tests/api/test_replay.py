@@ -579,7 +579,7 @@ def test_a_parked_patch_the_write_path_then_refuses_reads_partially_applied():
     record = reject_parked(0, Unprocessable("schema", code="SCHEMA_VIOLATION"))(record)
     assert record.unresolved[0].state == "rejected"
     assert record.unresolved[0].as_json()["error"] == "SCHEMA_VIOLATION"
-    assert record.rejected[0]["code"] == "SCHEMA_VIOLATION"
+    assert record.rejected[0].code == "SCHEMA_VIOLATION"
     assert record.derived_status() == "partially_applied"
 
 

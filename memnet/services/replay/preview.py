@@ -69,7 +69,7 @@ def _previous(record: ReplayRecord) -> dict[str, Any]:
         "status": record.status,
         "extractor": record.extractor,
         "events": list(record.events),
-        "changes": list(record.changes),
+        "changes": [c.as_json() for c in record.changes],
     }
 
 

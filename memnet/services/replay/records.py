@@ -10,13 +10,13 @@ re-applying one after a lost race is safe.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from memnet.domain.envelope import Json
 from memnet.domain.errors import MemnetError
 from memnet.domain.layout import SnapshotRef, user_prefix
-from memnet.domain.replay_contract import PatchRecord, StoredPlan
+from memnet.domain.replay_contract import PatchRecord, Rejection, StoredPlan
 from memnet.domain.timestamps import format_millis
 from memnet.ports import BlobNotFound, BlobStore, Clock
 from memnet.services.records import JsonRecords
@@ -53,6 +53,61 @@ _PARKED_EXTRAS = frozenset({"discarded_by", "error"})
 
 
 @dataclass(frozen=True)
+class Applied:
+    """A patch the replay wrote (or found already written): the document change it
+    made; ``rebased_from`` is stored when the write was rebased, and ``extra`` holds
+    how it got there (``retried``, ``resolved_by``)."""
+
+    patch_index: int
+    binding_id: str
+    namespace: str
+    path: str
+    change_id: str | None
+    etag: str | None
+    rebased: bool = False
+    rebased_from: str | None = None
+    redirected_ops: list[Json] | None = None
+    unchanged: bool = False
+    extra: Json = field(default_factory=dict)
+
+    def as_json(self) -> Json:
+        found: Json = {name: getattr(self, name) for name in _APPLIED[:6]}
+        if self.rebased:
+            found["rebased_from"] = self.rebased_from
+        if self.redirected_ops:
+            found["redirected_ops"] = self.redirected_ops
+        if self.unchanged:
+            found["unchanged"] = True
+        return {**found, **self.extra}
+
+    @classmethod
+    def from_json(cls, stored: Json) -> Applied:
+        known: Json = {name: stored.get(name) for name in _APPLIED[:6]}
+        extra = {k: v for k, v in stored.items() if k not in _APPLIED}
+        return cls(
+            **known,
+            rebased="rebased_from" in stored,
+            rebased_from=stored.get("rebased_from"),
+            redirected_ops=stored.get("redirected_ops"),
+            unchanged=bool(stored.get("unchanged")),
+            extra=extra,
+        )
+
+
+_APPLIED = (
+    "patch_index",
+    "binding_id",
+    "namespace",
+    "path",
+    "change_id",
+    "etag",
+    "rebased_from",
+    "redirected_ops",
+    "unchanged",
+)
+
+
+@dataclass(frozen=True)
 class ReplayRecord:
     """One snapshot's replay (spec 13): its status, the plan it applies (``output``:
     the accepted digests and spec 9.3 patch records) and what it wrote. Stored as JSON
@@ -74,8 +129,8 @@ class ReplayRecord:
     extractor: Json | None = None
     profile_id: str | None = None
     events: tuple[str, ...] = ()
-    changes: tuple[Json, ...] = ()
-    rejected: tuple[Json, ...] = ()
+    changes: tuple[Applied, ...] = ()
+    rejected: tuple[Rejection, ...] = ()
     unresolved: tuple[Parked, ...] = ()
     error: Json | None = None
     output: StoredPlan | None = None
@@ -86,8 +141,9 @@ class ReplayRecord:
     def from_json(cls, stored: Json) -> ReplayRecord:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in stored.items() if k in known}
-        for name in ("events", "changes", "rejected"):
-            values[name] = tuple(stored.get(name) or ())
+        values["events"] = tuple(stored.get("events") or ())
+        values["changes"] = tuple(Applied.from_json(c) for c in stored.get("changes") or ())
+        values["rejected"] = tuple(Rejection.from_json(r) for r in stored.get("rejected") or ())
         values["unresolved"] = tuple(Parked(**u) for u in stored.get("unresolved") or ())
         output = stored.get("output")
         values["output"] = None if output is None else StoredPlan.from_json(output)
@@ -97,8 +153,8 @@ class ReplayRecord:
         found = asdict(self)
         found.update(
             events=list(self.events),
-            changes=list(self.changes),
-            rejected=list(self.rejected),
+            changes=[c.as_json() for c in self.changes],
+            rejected=[r.as_json() for r in self.rejected],
             unresolved=[u.as_json() for u in self.unresolved],
             output=None if self.output is None else self.output.as_json(),
         )
@@ -117,9 +173,9 @@ class ReplayRecord:
 
     def settled(self, index: int) -> bool:
         return (
-            any(c["patch_index"] == index for c in self.changes)
+            any(c.patch_index == index for c in self.changes)
             or self.parked(index) is not None
-            or any(r["part"] == "patch" and r["index"] == index for r in self.rejected)
+            or any(r.part == "patch" and r.index == index for r in self.rejected)
         )
 
     def derived_status(self) -> str:
@@ -196,21 +252,22 @@ def claim(record: ReplayRecord) -> ReplayRecord:
 
 def add_change(patch: PatchRecord, body: Json, **extra: Any) -> Change:
     index = patch.patch_index
-    change = {
-        "patch_index": index,
-        "binding_id": patch.target_binding_id,
-        "namespace": patch.target_namespace,
-        "path": patch.target_path,
-        "change_id": body.get("document", {}).get("change_id"),
-        "etag": body["etag"],
-        **({"rebased_from": body["rebased_from"]} if "rebased_from" in body else {}),
-        **({"redirected_ops": body["redirected_ops"]} if body.get("redirected_ops") else {}),
-        **({"unchanged": True} if body.get("unchanged") else {}),
-        **extra,
-    }
+    change = Applied(
+        patch_index=index,
+        binding_id=patch.target_binding_id,
+        namespace=patch.target_namespace,
+        path=patch.target_path,
+        change_id=(body.get("document") or {}).get("change_id"),
+        etag=body["etag"],
+        rebased="rebased_from" in body,
+        rebased_from=body.get("rebased_from"),
+        redirected_ops=body.get("redirected_ops") or None,
+        unchanged=bool(body.get("unchanged")),
+        extra=extra,
+    )
 
     def add(record: ReplayRecord) -> ReplayRecord:
-        if any(c["patch_index"] == index for c in record.changes):
+        if any(c.patch_index == index for c in record.changes):
             return record
         unresolved = tuple(u for u in record.unresolved if u.patch_index != index)
         return replace(record, changes=(*record.changes, change), unresolved=unresolved)
@@ -219,16 +276,10 @@ def add_change(patch: PatchRecord, body: Json, **extra: Any) -> Change:
 
 
 def add_rejection(part: str, index: int, error: MemnetError) -> Change:
-    entry = {
-        "part": part,
-        "index": index,
-        "code": error.code,
-        "reason": error.message,
-        "details": error.details,
-    }
+    entry = Rejection(part, index, error.code, error.message, error.details)
 
     def add(record: ReplayRecord) -> ReplayRecord:
-        if any(r["part"] == part and r["index"] == index for r in record.rejected):
+        if any(r.part == part and r.index == index for r in record.rejected):
             return record
         return replace(record, rejected=(*record.rejected, entry))
 

@@ -45,6 +45,7 @@ from memnet.domain.replay_contract import (
     Digest,
     ExtractionRequest,
     PatchRecord,
+    Rejection,
     ReplayPlan,
     StoredPlan,
     TargetDocument,
@@ -256,7 +257,7 @@ class ReplayService:
         except ReplayFailed as failed:
             return self._fail(ref, failed.code, failed.message)
         plan = self.checked(raw, request)
-        rejected = [r.as_json() for r in plan.rejected]
+        rejected = tuple(plan.rejected)
         if any(r.part == "output" for r in plan.rejected):
             return self._fail(ref, "OUTPUT_NOT_STRUCTURED", plan.rejected[0].reason, rejected)
         output = _stored_plan(ref, request, plan)
@@ -269,7 +270,7 @@ class ReplayService:
             return replace(
                 record,
                 output=output,
-                rejected=tuple(rejected),
+                rejected=rejected,
                 extractor=extractor,
                 profile_id=profile_id,
             )
@@ -345,7 +346,7 @@ class ReplayService:
         return tuple(found)
 
     def _fail(
-        self, ref: SnapshotRef, code: str, message: str, rejected: Any = None
+        self, ref: SnapshotRef, code: str, message: str, rejected: tuple[Rejection, ...] = ()
     ) -> ReplayRecord:
         log.warning("replay %s failed: %s", ref.replay_id, code)
 
@@ -353,7 +354,7 @@ class ReplayService:
             if record.output is not None:
                 return record  # another worker planned (and may have written): its plan stands
             error = {"code": code, "message": message[:500]}
-            kept = record.rejected if rejected is None else tuple(rejected)
+            kept = rejected or record.rejected
             return replace(record, error=error, rejected=kept, finished=True)
 
         return self._records.update(ref, fail)
