@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memnet.domain.replay_contract import Rejection
-from memnet.services.replay.records import Applied
+from memnet.domain.replay_plan import Applied
 
 APPLIED: dict[str, Any] = {
     "patch_index": 2,

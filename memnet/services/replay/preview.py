@@ -10,7 +10,7 @@ from typing import Any
 from memnet.domain.envelope import Json, canonical
 from memnet.domain.errors import EtagMismatch, MemnetError
 from memnet.domain.layout import SnapshotRef
-from memnet.domain.replay_contract import PatchRecord
+from memnet.domain.replay_plan import PatchRecord
 from memnet.ports import Extractor
 from memnet.services.replay.records import ReplayRecord
 from memnet.services.replay.worker import ReplayService

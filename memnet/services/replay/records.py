@@ -10,13 +10,14 @@ re-applying one after a lost race is safe.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from memnet.domain.envelope import Json
 from memnet.domain.errors import MemnetError
 from memnet.domain.layout import SnapshotRef, user_prefix
-from memnet.domain.replay_contract import PatchRecord, Rejection, StoredPlan
+from memnet.domain.replay_contract import Rejection
+from memnet.domain.replay_plan import Applied, PatchRecord, StoredPlan
 from memnet.domain.timestamps import format_millis
 from memnet.ports import BlobNotFound, BlobStore, Clock
 from memnet.services.records import JsonRecords
@@ -50,61 +51,6 @@ class Parked:
 
 
 _PARKED_EXTRAS = frozenset({"discarded_by", "error"})
-
-
-@dataclass(frozen=True)
-class Applied:
-    """A patch the replay wrote (or found already written): the document change it
-    made; ``rebased_from`` is stored when the write was rebased, and ``extra`` holds
-    how it got there (``retried``, ``resolved_by``)."""
-
-    patch_index: int
-    binding_id: str
-    namespace: str
-    path: str
-    change_id: str | None
-    etag: str | None
-    rebased: bool = False
-    rebased_from: str | None = None
-    redirected_ops: list[Json] | None = None
-    unchanged: bool = False
-    extra: Json = field(default_factory=dict)
-
-    def as_json(self) -> Json:
-        found: Json = {name: getattr(self, name) for name in _APPLIED[:6]}
-        if self.rebased:
-            found["rebased_from"] = self.rebased_from
-        if self.redirected_ops:
-            found["redirected_ops"] = self.redirected_ops
-        if self.unchanged:
-            found["unchanged"] = True
-        return {**found, **self.extra}
-
-    @classmethod
-    def from_json(cls, stored: Json) -> Applied:
-        known: Json = {name: stored.get(name) for name in _APPLIED[:6]}
-        extra = {k: v for k, v in stored.items() if k not in _APPLIED}
-        return cls(
-            **known,
-            rebased="rebased_from" in stored,
-            rebased_from=stored.get("rebased_from"),
-            redirected_ops=stored.get("redirected_ops"),
-            unchanged=bool(stored.get("unchanged")),
-            extra=extra,
-        )
-
-
-_APPLIED = (
-    "patch_index",
-    "binding_id",
-    "namespace",
-    "path",
-    "change_id",
-    "etag",
-    "rebased_from",
-    "redirected_ops",
-    "unchanged",
-)
 
 
 @dataclass(frozen=True)

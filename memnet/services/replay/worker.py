@@ -44,14 +44,13 @@ from memnet.domain.profiles import Profile
 from memnet.domain.replay_contract import (
     Digest,
     ExtractionRequest,
-    PatchRecord,
     Rejection,
     ReplayPlan,
-    StoredPlan,
     TargetDocument,
     check_output,
 )
 from memnet.domain.replay_guard import Similar, clamp_transcript, review
+from memnet.domain.replay_plan import PatchRecord, StoredPlan
 from memnet.domain.timestamps import parse_timestamp
 from memnet.domain.transcript import Transcript
 from memnet.ports import (

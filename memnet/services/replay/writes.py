@@ -13,7 +13,7 @@ from memnet.domain.document_model import Precondition, WriteCommand
 from memnet.domain.envelope import canonical
 from memnet.domain.layout import DocumentRef, SnapshotRef
 from memnet.domain.patching import parse_ops
-from memnet.domain.replay_contract import PatchRecord
+from memnet.domain.replay_plan import PatchRecord
 from memnet.services.replay.records import ReplayRecord
 
 REPLAY_QUEUE = "memnet-replay"
