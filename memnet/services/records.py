@@ -32,12 +32,7 @@ def retrying(
 ) -> T:
     """``attempt()`` until it returns without raising one of ``on`` (a lost race: it
     reads again itself); the error of the last of ``attempts`` calls propagates."""
-    for _ in range(attempts - 1):
-        try:
-            return attempt()
-        except on:
-            continue
-    return attempt()
+    return retrying_from(None, lambda _: attempt(), lambda _: None, on=on, attempts=attempts)
 
 
 def retrying_from(
