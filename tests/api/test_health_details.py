@@ -128,10 +128,13 @@ class Counting:
     def __init__(self) -> None:
         self.calls, self.fail = 0, False
         self.lock = threading.Lock()
+        self.gate = threading.Event()  # a failing call waits here until the test lets it
+        self.gate.set()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         with self.lock:
             self.calls += 1
+        self.gate.wait(5)
         if self.fail:
             raise EmbedderError("the model server answered 503", transient=True)
         return [[1.0] for _ in texts]
@@ -148,7 +151,9 @@ def test_an_expired_answer_is_given_at_once_while_a_new_probe_runs() -> None:
     now[0] = 299.0
     assert probe.status().reachable is True and embedder.calls == 1  # cached
     embedder.fail, now[0] = True, 300.0
+    embedder.gate.clear()  # the new probe is still running when health is asked
     assert probe.status().reachable is True  # the last answer, without waiting
+    embedder.gate.set()
     deadline = time.monotonic() + 5
     while probe.status().reachable is not False:
         assert time.monotonic() < deadline
