@@ -39,6 +39,7 @@ from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.chain import DocumentChain, HistoryPage, write_response
 from memnet.services.documents.idempotency import Claim, IdempotencyStore, Response, Ticket
 from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
+from memnet.services.documents.versions import Version, Versions
 from memnet.services.documents.write_path import AfterCommit, Change, LostRace, WritePath
 from memnet.services.documents.write_records import (
     EXTENDS_EXPIRY,
@@ -71,6 +72,7 @@ class DocumentService:
         self._registry, self._idempotency, self._clock = registry, idempotency, clock
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._chain = DocumentChain(blobs, audit, clock)
+        self.versions = Versions(blobs, audit)
         self._path = WritePath(
             blobs=blobs,
             audit=audit,
@@ -107,6 +109,15 @@ class DocumentService:
         ref = scoped_ref(ref, governed.binding)
         page = self._chain.page(ref, self._require(ref), limit, before)
         return visible_history(page, caller, governed.binding)
+
+    def version(self, caller: Caller, ref: DocumentRef, profile_id: str | None, at: str) -> Version:
+        """The document as it was after a change, or at an instant (``as_of``; docs/
+        decisions.md "Versions of a document"): read as its history is, in full."""
+        caller.require(ref.tenant_id, "read")
+        governed = self.resolve(caller, ref, profile_id, None)
+        views.require_full(caller, governed.rules)
+        ref = scoped_ref(ref, governed.binding)
+        return self.versions.at(ref, self._require(ref), at)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""
