@@ -38,8 +38,14 @@ from memnet.services import telemetry
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.chain import DocumentChain, HistoryPage, write_response
 from memnet.services.documents.idempotency import Claim, IdempotencyStore, Response, Ticket
-from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
+from memnet.services.documents.scopes import (
+    scoped_ref,
+    scoped_write,
+    visible_changes,
+    visible_history,
+)
 from memnet.services.documents.versions import Version, Versions
+from memnet.services.documents.why import Why, explain
 from memnet.services.documents.write_path import AfterCommit, Change, LostRace, WritePath
 from memnet.services.documents.write_records import (
     EXTENDS_EXPIRY,
@@ -73,6 +79,7 @@ class DocumentService:
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._chain = DocumentChain(blobs, audit, clock)
         self.versions = Versions(blobs, audit)
+        self._audit = audit
         self._path = WritePath(
             blobs=blobs,
             audit=audit,
@@ -118,6 +125,16 @@ class DocumentService:
         views.require_full(caller, governed.rules)
         ref = scoped_ref(ref, governed.binding)
         return self.versions.at(ref, self._require(ref), at)
+
+    def why(self, caller: Caller, ref: DocumentRef, profile_id: str | None, path: str) -> Why:
+        """The changes that produced the value at ``path`` of the content (``:why``; docs/
+        decisions.md "Why a value is there"): read as history is, shown as history is."""
+        caller.require(ref.tenant_id, "read")
+        governed = self.resolve(caller, ref, profile_id, None)
+        views.require_full(caller, governed.rules)
+        scoped = scoped_ref(ref, governed.binding)
+        found = explain(self.versions, self._audit, scoped, self._require(scoped), path)
+        return replace(found, changes=visible_changes(found.changes, caller, governed.binding))
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""
