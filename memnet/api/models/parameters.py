@@ -40,6 +40,13 @@ _QUERY: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "pattern": "^chg_[0-9a-f]{28}$"},
         "description": "The next_before of the previous page.",
     },
+    "why_path": {
+        "name": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^/", "maxLength": 1024},
+        "description": "A JSON Pointer into the document's content (/durable_facts/3), "
+        "without /content.",
+    },
     "page_limit": {
         "name": "limit",
         "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},

@@ -133,6 +133,35 @@ class HistoryPage(Closed):
     truncated: bool | None = None
 
 
+class WhyChange(Closed):
+    """A change that produced the value (``GET {document}:why``; docs/api.md)."""
+
+    change_id: str
+    role: Literal["origin", "modified", "upserted", "moved", "copied"]
+    path: str = Field(description="Where the value was just after this change.")
+    actor: str
+    timestamp: str
+    reason: str
+    confidence: float | None
+    evidence: Any = Field(None, description="Absent for a shared document, unless admin.")
+    origin: dict[str, Any] | None = Field(
+        None, description="Who produced the ops: a replay (replay_id, extractor), a review."
+    )
+    ops: list[dict[str, Any]] = Field(
+        description="This change's ops that touched the value, each with its index."
+    )
+
+
+class WhyAnswer(Closed):
+    path: str = Field(description="The value's path in the content, indexes canonical.")
+    change_id: str
+    etag: str
+    value: Any
+    changes: list[WhyChange] = Field(description="Newest first; the last is the origin.")
+    truncated: bool
+    truncated_by: Literal["HISTORY_TRUNCATED", "HISTORY_FORGOTTEN", "WALK_LIMIT"] | None
+
+
 class ListedDocument(Closed):
     path: str
     etag: str
