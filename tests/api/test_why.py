@@ -17,6 +17,7 @@ from memnet.bootstrap import Services
 from memnet.domain.audit_records import change_time
 from memnet.services.documents import why
 from tests.api.test_documents import create, patch
+from tests.api.test_forget_conversation import forget_conversation
 from tests.api.test_replay import (
     REF,
     ScriptedExtractor,
@@ -112,6 +113,21 @@ def test_an_origin_past_the_audit_horizon_is_truncated_not_an_error(
     assert [c["change_id"] for c in found["changes"]] == [ids[3]]
     assert (found["truncated"], found["truncated_by"]) == (True, "HISTORY_TRUNCATED")
     assert ask(client, "/preferences/0").data["truncated"] is False  # its origin is kept
+
+
+def test_the_walk_stops_at_a_conversations_retraction(client: ApiClient, services: Services):
+    learned = [
+        {"text": "Tea", "evidence": {"conversation_id": "conv-9"}},
+        {"text": "Porto", "evidence": {"conversation_id": "conv-2"}},
+    ]
+    create(client, ops=[{"op": "add", "path": PREFS + "/-", "value": v} for v in learned])
+    forget_conversation(client, services, "conv-9")  # Tea goes: Porto moves to 0
+    tag = client.request("GET", doc_url()).data["etag"]
+    topic = {"op": "add", "path": PREFS + "/0/topic", "value": "city"}
+    assert patch(client, tag, [topic], "topic").status == 200
+    found = ask(client, "/preferences/0").data
+    assert [c["role"] for c in found["changes"]] == ["modified"]
+    assert (found["truncated"], found["truncated_by"]) == (True, "HISTORY_FORGOTTEN")
 
 
 def test_a_path_with_nothing_there_is_not_found(client: ApiClient):
