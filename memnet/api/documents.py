@@ -82,11 +82,12 @@ MAX_WHY_PATH_CHARS = 1024
 
 
 def _why(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:
-    """``:why?path=<JSON Pointer into the content>`` (docs/api.md)."""
+    """``:why?path=<JSON Pointer into the content>[&as_of=<version>]`` (docs/api.md)."""
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     pointer = parsing.pointer_query(request.query, "path", MAX_WHY_PATH_CHARS)
-    found = ctx.services.documents.why(ctx.caller, ref, profile_id, pointer)
+    as_of = version_query(request, "as_of")
+    found = ctx.services.documents.why(ctx.caller, ref, profile_id, pointer, as_of)
     return ApiResponse.json(200, found.as_json())
 
 

@@ -62,11 +62,13 @@ class Touch:
 @dataclass(frozen=True)
 class Attribution:
     """The changes that touched the value, newest first; ``found`` when the last of them
-    is its origin; ``walked``: how many changes were read."""
+    is its origin; ``walked``: how many changes were read; ``path``: where the value
+    was before the oldest of them (where a walk that stopped short would go on)."""
 
     touches: tuple[Touch, ...]
     found: bool
     walked: int
+    path: Segments
 
 
 def canonical_path(document: Any, segments: Segments) -> Segments | None:
@@ -102,7 +104,7 @@ def attribute(
             touches.append(touch)
         if tracker.found or tracker.lost:
             break
-    return Attribution(tuple(touches), tracker.found, walked)
+    return Attribution(tuple(touches), tracker.found, walked, tuple(tracker.path))
 
 
 def _kinds(document: Any, path: Segments) -> list[int | None]:

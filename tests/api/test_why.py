@@ -40,6 +40,9 @@ PREFS = "/content/preferences"
 
 
 def ask(client: ApiClient, path: str | None, url: str = doc_url()) -> Reply:
+    """``:why`` of ``path``; ``url`` the document's, or a ``:why?...&path=`` to finish."""
+    if url.endswith("path="):
+        return client.request("GET", url + quote(path or ""))
     query = "" if path is None else f"?path={quote(path)}"
     return client.request("GET", f"{url}:why{query}")
 
@@ -102,6 +105,26 @@ def test_the_walk_is_bounded_and_says_so(client: ApiClient, monkeypatch: pytest.
     found = ask(client, "/preferences/2").data
     assert [c["change_id"] for c in found["changes"]] == [ids[3]]
     assert (found["truncated"], found["truncated_by"]) == (True, "WALK_LIMIT")
+    assert found["more"] == {"as_of": ids[1], "path": "/preferences/1"}  # before the insertion
+    more = found["more"]
+    rest = ask(client, more["path"], f"{doc_url()}:why?as_of={more['as_of']}&path=").data
+    assert [c["change_id"] for c in rest["changes"]] == [ids[1]]
+    assert (rest["change_id"], rest["truncated"], rest["more"]) == (ids[1], False, None)
+
+
+def test_as_of_asks_about_a_past_version(client: ApiClient):
+    ids = written(client)
+    then = ask(client, "/preferences/1", f"{doc_url()}:why?as_of={ids[1]}&path=").data
+    assert then["value"] == {"text": "Metric units"} and then["change_id"] == ids[1]
+    assert [c["change_id"] for c in then["changes"]] == [ids[1]]
+    gone = ask(client, "/preferences/2", f"{doc_url()}:why?as_of={ids[1]}&path=")
+    assert (gone.status, gone.data["error"]["code"]) == (404, "PATH_NOT_FOUND")
+    for at, status, code in (
+        ("chg_" + "0" * 28, 404, "CHANGE_NOT_FOUND"),
+        ("x", 400, "INVALID_QUERY"),
+    ):
+        reply = ask(client, "/preferences/0", f"{doc_url()}:why?as_of={at}&path=")
+        assert (reply.status, reply.data["error"]["code"]) == (status, code)
 
 
 def test_an_origin_past_the_audit_horizon_is_truncated_not_an_error(

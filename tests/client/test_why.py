@@ -23,6 +23,8 @@ def test_why_names_the_change_that_added_an_item_after_it_shifted(memnet: Memnet
     assert change.ops[0]["path"] == "/content/preferences/-"
     shifted = memnet.why(*DYNAMIC, "/preferences/0").changes[0]
     assert (shifted.evidence, shifted.confidence, shifted.origin) == (evidence, 0.9, None)
+    then = memnet.why(*DYNAMIC, "/preferences/0", as_of=change.change_id)
+    assert then.value == {"text": "Metric units"} and then.more_path is None
     with pytest.raises(NotFound) as missing:
         memnet.why(*DYNAMIC, "/preferences/7")
     assert missing.value.code == "PATH_NOT_FOUND"

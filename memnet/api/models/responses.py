@@ -152,6 +152,13 @@ class WhyChange(Closed):
     )
 
 
+class WhyMore(Closed):
+    as_of: str = Field(
+        description="The version to ask about next: the change before the walk's last."
+    )
+    path: str = Field(description="Where the value was in that version.")
+
+
 class WhyAnswer(Closed):
     path: str = Field(description="The value's path in the content, indexes canonical.")
     change_id: str
@@ -160,6 +167,7 @@ class WhyAnswer(Closed):
     changes: list[WhyChange] = Field(description="Newest first; the last is the origin.")
     truncated: bool
     truncated_by: Literal["HISTORY_TRUNCATED", "HISTORY_FORGOTTEN", "WALK_LIMIT"] | None
+    more: WhyMore | None = Field(description="After WALK_LIMIT: ?as_of=&path= to go on.")
 
 
 class ListedDocument(Closed):

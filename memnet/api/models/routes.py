@@ -78,7 +78,7 @@ ROUTES: tuple[Route, ...] = (
           response=rs.HistoryPage, query=("profile_id", "limit", "before"),
           suffix=":history", tags=("documents",)),
     Route("get_document", "GET", DOCUMENT, "Which changes produced the value at a path.",
-          response=rs.WhyAnswer, query=("why_path", "profile_id"), suffix=":why",
+          response=rs.WhyAnswer, query=("why_path", "as_of", "profile_id"), suffix=":why",
           tags=("documents",)),
     Route("get_document", "GET", DOCUMENT, "A namespace's documents, in path order, paged.",
           response=rs.DocumentList,

@@ -126,14 +126,23 @@ class DocumentService:
         ref = scoped_ref(ref, governed.binding)
         return self.versions.at(ref, self._require(ref), at)
 
-    def why(self, caller: Caller, ref: DocumentRef, profile_id: str | None, path: str) -> Why:
-        """The changes that produced the value at ``path`` of the content (``:why``; docs/
-        decisions.md "Why a value is there"): read as history is, shown as history is."""
+    def why(
+        self,
+        caller: Caller,
+        ref: DocumentRef,
+        profile_id: str | None,
+        path: str,
+        as_of: str | None = None,
+    ) -> Why:
+        """The changes that produced the value at ``path`` of the content, now or in the
+        version ``as_of`` (``:why``; docs/decisions.md "Why a value is there"): read as
+        history is, shown as history is."""
         caller.require(ref.tenant_id, "read")
         governed = self.resolve(caller, ref, profile_id, None)
         views.require_full(caller, governed.rules)
         scoped = scoped_ref(ref, governed.binding)
-        found = explain(self.versions, self._audit, scoped, self._require(scoped), path)
+        current = self._require(scoped)
+        found = explain(self.versions, self._audit, scoped, current, path, as_of)
         return replace(found, changes=visible_changes(found.changes, caller, governed.binding))
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:

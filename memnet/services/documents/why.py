@@ -26,9 +26,10 @@ WALK_LIMIT = "WALK_LIMIT"
 
 @dataclass(frozen=True)
 class Why:
-    """The value at ``path`` (of the content) in the document at ``change_id``, and the
+    """The value at ``path`` (of the content) in the version ``change_id``, and the
     changes that produced it, newest first; ``truncated_by`` says why its origin is not
-    among them (None: it is the last)."""
+    among them (None: it is the last); after ``WALK_LIMIT``, ``more`` is the ``as_of``
+    and ``path`` that go on from where the walk stopped."""
 
     path: str
     change_id: str
@@ -36,6 +37,7 @@ class Why:
     value: Any
     changes: tuple[Json, ...]
     truncated_by: str | None
+    more: Json | None = None
 
     def as_json(self) -> Json:
         return {
@@ -46,30 +48,33 @@ class Why:
             "changes": list(self.changes),
             "truncated": self.truncated_by is not None,
             "truncated_by": self.truncated_by,
+            "more": self.more,
         }
 
 
 def explain(
-    versions: Versions, audit: AuditLog, ref: DocumentRef, current: StoredDocument, path: str
+    versions: Versions,
+    audit: AuditLog,
+    ref: DocumentRef,
+    current: StoredDocument,
+    path: str,
+    as_of: str | None = None,
 ) -> Why:
     """Why the value at ``path`` (a JSON Pointer into the content, checked at the edge)
-    is in ``current``: 404 ``PATH_NOT_FOUND`` when nothing is there."""
-    document = current.document
-    segments = canonical_path(document, (CONTENT, *pointers.parse(path)))
-    if segments is None:
-        hint = (
-            " (a pointer into the content: leave out /content)"
-            if path.startswith("/content")
-            else ""
-        )
-        raise NotFound(f"Nothing is at {path!r} in the document{hint}.", code="PATH_NOT_FOUND")
+    is in ``current``, or in its version ``as_of`` (as a point-in-time read names one):
+    404 ``PATH_NOT_FOUND`` when nothing is there."""
     index = versions.index(ref, current)
+    top, document = len(index.changes) - 1, current.document
+    if as_of is not None:
+        version = versions.at(ref, current, as_of)
+        top, document = index.positions[version.change_id], version.document
+    segments = _located(document, path)
     low, refused = versions.oldest_readable(ref, index)
-    floor = max(low, len(index.changes) - MAX_CHANGES)
+    floor = max(low, top + 1 - MAX_CHANGES)
     stopped: list[str | None] = []
 
     def newest_first() -> Any:
-        for position in range(len(index.changes) - 1, floor - 1, -1):
+        for position in range(top, floor - 1, -1):
             record = audit.read(ref.tenant_id, ref.user_id, index.changes[position])
             if record is None:  # retention removed it after the index was read
                 stopped.append("HISTORY_TRUNCATED")
@@ -87,9 +92,11 @@ def explain(
             return None
 
     found = attribute(document, segments, newest_first(), before)
-    truncated_by = None
+    truncated_by = more = None
     if not found.found:
         truncated_by = (stopped[0] if stopped else None) or refused or "HISTORY_TRUNCATED"
+    if truncated_by == WALK_LIMIT:
+        more = {"as_of": index.changes[floor - 1], "path": pointers.render(found.path[1:])}
     return Why(
         path=pointers.render(segments[1:]),
         change_id=document["change_id"],
@@ -97,7 +104,19 @@ def explain(
         value=pointers.resolve(document, segments),
         changes=tuple(_change(touch) for touch in found.touches),
         truncated_by=truncated_by,
+        more=more,
     )
+
+
+def _located(document: Json, path: str) -> tuple[str, ...]:
+    """``path`` of the content as a canonical path of ``document``, or 404."""
+    segments = canonical_path(document, (CONTENT, *pointers.parse(path)))
+    if segments is None:
+        hint = ""
+        if path.startswith("/content"):
+            hint = " (a pointer into the content: leave out /content)"
+        raise NotFound(f"Nothing is at {path!r} in the document{hint}.", code="PATH_NOT_FOUND")
+    return segments
 
 
 def _change(touch: Touch) -> Json:

@@ -50,7 +50,8 @@ class WhyChange:
 class Why:
     """The value at ``path`` in the version ``change_id`` and the ``changes`` that
     produced it; ``truncated_by`` names why its origin is not among them
-    (``HISTORY_TRUNCATED``, ``HISTORY_FORGOTTEN`` or ``WALK_LIMIT``)."""
+    (``HISTORY_TRUNCATED``, ``HISTORY_FORGOTTEN`` or ``WALK_LIMIT``); after
+    ``WALK_LIMIT``, ``more_as_of`` and ``more_path`` are where to ask next."""
 
     path: str | None
     change_id: str | None
@@ -58,10 +59,14 @@ class Why:
     changes: tuple[WhyChange, ...]
     truncated: bool
     truncated_by: str | None
+    more_as_of: str | None
+    more_path: str | None
     raw: JsonObject = field(repr=False)
 
     @classmethod
     def from_json(cls, data: JsonObject) -> Why:
+        more = data.get("more")
+        more = more if isinstance(more, dict) else {}
         return cls(
             path=text(data, "path"),
             change_id=text(data, "change_id"),
@@ -69,5 +74,7 @@ class Why:
             changes=tuple(WhyChange.from_json(c) for c in items(data, "changes")),
             truncated=data.get("truncated") is True,
             truncated_by=text(data, "truncated_by"),
+            more_as_of=text(more, "as_of"),
+            more_path=text(more, "path"),
             raw=data,
         )
