@@ -212,7 +212,9 @@ class _Tracker:
         if target[-1] != "-" or not _in_container(target, self.path):
             return target
         kind = self._kind(len(target) - 1, op, after=True)
-        return None if kind is None else (*target[:-1], str(kind - 1))
+        if kind is None or kind == _OBJECT:  # an object's member may be named "-"
+            return None if kind is None else target
+        return (*target[:-1], str(kind - 1))
 
     def _undo_remove(self, op: Op, target: Segments) -> None:
         """Before a removal at ``target`` (a move's source too): the value sat one index

@@ -51,6 +51,14 @@ def test_an_object_member_added_or_replaced_above_it_is_the_origin():
     assert roles(records, "profile") == ([(3, "modified", (0,)), (2, "origin", (0,))], (True, 2))
 
 
+def test_a_member_named_dash_is_an_objects_member_not_an_append():
+    records = history(
+        [{"op": "add", "path": "/content/profile/-", "value": {"id": 1}}],
+        [{"op": "copy", "from": "/content/facts/0", "path": "/content/profile/-"}],
+    )
+    assert roles(records, "profile", "-") == ([(2, "copied", (0,)), (0, "origin", ())], (True, 3))
+
+
 def test_an_upsert_writes_the_item_again_and_the_walk_goes_on_to_its_add():
     records = history([{"op": "replace", "path": "/content/facts/0", "value": {"id": 0, "n": 2}}])
     records[1] = AuditRecord.from_json(
