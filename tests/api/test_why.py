@@ -224,3 +224,25 @@ def test_a_replayed_value_names_the_replay_its_extractor_and_the_snapshot(
     evidence: dict[str, Any] = change["evidence"]
     assert evidence["snapshot_uri"] == REF.uri and evidence["conversation_id"] == "conv-1"
     assert evidence["message_ids"] == ["m1"]
+
+
+# -- provenance in context assembly ------------------------------------------------------
+
+
+def test_context_with_provenance_names_each_items_origin(client: ApiClient):
+    ids = written(client)
+    url = "/v1/tenants/t1/users/u1/context:assemble"
+    plain = client.request("POST", url, {})
+    assert plain.status == 200 and "provenance" not in plain.data
+    reply = client.request("POST", url, {"provenance": True})
+    assert reply.status == 200, reply.data
+    (entry,) = [p for p in reply.data["provenance"] if p["binding_id"] == "user_dynamic"]
+    assert entry["path"] == "user_dynamic.json"
+    items = entry["items"]
+    assert sorted(items) == ["/preferences/0", "/preferences/1", "/preferences/2"]
+    assert [items[f"/preferences/{i}"]["change_id"] for i in range(3)] == [ids[2], ids[0], ids[1]]
+    assert items["/preferences/0"]["evidence"] == {"conversation_id": "c1", "message_ids": ["w2"]}
+    assert set(items["/preferences/0"]) == {
+        "change_id", "actor", "timestamp", "reason", "confidence", "evidence", "origin"
+    }  # fmt: skip
+    assert reply.data["documents"] == plain.data["documents"]  # the documents as they were

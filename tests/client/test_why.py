@@ -30,3 +30,16 @@ def test_why_names_the_change_that_added_an_item_after_it_shifted(memnet: Memnet
     assert missing.value.code == "PATH_NOT_FOUND"
     with pytest.raises(BadRequest):
         memnet.why(*DYNAMIC, "preferences")
+
+
+def test_context_with_provenance_through_the_client(memnet: MemnetClient):
+    added = {"op": "add", "path": "/content/preferences/-", "value": {"text": "Metric units"}}
+    first = memnet.patch_document(*DYNAMIC, [added], etag=None)
+    assert memnet.assemble_context().provenance == ()
+    (dynamic,) = [
+        p
+        for p in memnet.assemble_context(provenance=True).provenance
+        if p["path"] == "user_dynamic.json"
+    ]
+    assert first.document is not None
+    assert dynamic["items"]["/preferences/0"]["change_id"] == first.document.change_id

@@ -27,3 +27,17 @@ def test_a_shared_documents_why_hides_whose_conversation_taught_it(soorma: ApiCl
     (full,) = admin.request("GET", url("u2", SHARED) + query).data["changes"]
     assert full["evidence"] == {"conversation_id": "u1-private-chat"}
     assert full["change_id"] == change["change_id"]
+
+
+def test_context_provenance_of_a_shared_document_hides_evidence_too(soorma: ApiClient):
+    op = {"op": "add", "path": "/content/knowledge/-", "value": {"content": "fact"}}
+    body = {"ops": [op], "evidence": {"conversation_id": "u1-private-chat"}}
+    headers = {"If-None-Match": "*", "Idempotency-Key": "e1"}
+    assert soorma.request("PATCH", url("u1", SHARED), body, headers).status == 201
+    assembled = soorma.request(
+        "POST", "/v1/tenants/t1/users/u2/context:assemble", {"provenance": True}
+    )
+    assert assembled.status == 200, assembled.data
+    (shared,) = [p for p in assembled.data["provenance"] if p["path"] == "base.json"]
+    origin = shared["items"]["/knowledge/0"]
+    assert origin["actor"] == "soorma-agent" and not {"evidence", "origin"} & set(origin)

@@ -240,11 +240,23 @@ class PendingShown(Closed):
     shown: Literal["omitted", "marked"]
 
 
+class ItemsOrigins(Closed):
+    """``provenance: true``: a kept document's array items and the change each came
+    from (``change_id``, ``actor``, ``timestamp``, ``reason``, ``confidence``,
+    ``evidence``, ``origin``; only ``truncated_by`` when that is older than the walk)."""
+
+    binding_id: str
+    path: str
+    items: dict[str, dict[str, Any]] | None = Field(description="By item path in the content.")
+    omitted: Literal["CLEARANCE_REQUIRED"] | None = None
+
+
 class Assembled(Open):
     selected_project_id: str | None
     documents: list[AssembledDocument]
     dropped_bindings: list[DroppedBinding]
     pending_sections: list[PendingShown] | None = None
+    provenance: list[ItemsOrigins] | None = None
 
 
 # -- events -----------------------------------------------------------------------------------

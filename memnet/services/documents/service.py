@@ -9,6 +9,7 @@ loses nothing.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -20,11 +21,12 @@ from memnet.domain import upsert
 from memnet.domain.audit_records import AuditRecord
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
-from memnet.domain.envelope import serialise
+from memnet.domain.envelope import Json, serialise
 from memnet.domain.errors import Conflict, EtagMismatch, MemnetError, NotFound, Unprocessable
 from memnet.domain.governed import Governed
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import Op
+from memnet.domain.pointers import Segments
 from memnet.domain.policy import (
     WriteIntent,
     change_violations,
@@ -45,7 +47,7 @@ from memnet.services.documents.scopes import (
     visible_history,
 )
 from memnet.services.documents.versions import Version, Versions
-from memnet.services.documents.why import Why, explain
+from memnet.services.documents.why import Why, explain, origins
 from memnet.services.documents.write_path import AfterCommit, Change, LostRace, WritePath
 from memnet.services.documents.write_records import (
     EXTENDS_EXPIRY,
@@ -144,6 +146,14 @@ class DocumentService:
         current = self._require(scoped)
         found = explain(self.versions, self._audit, scoped, current, path, as_of)
         return replace(found, changes=visible_changes(found.changes, caller, governed.binding))
+
+    def origins(
+        self, ref: DocumentRef, current: StoredDocument, paths: Iterable[Segments]
+    ) -> dict[str, Json]:
+        """Where each value at ``paths`` of ``current``'s content came from (context
+        assembly's ``provenance``, which has checked the caller may see it; ``ref`` is
+        where the document lives)."""
+        return origins(self.versions, self._audit, ref, current, paths)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""

@@ -7,16 +7,18 @@ may be read (:meth:`Versions.oldest_readable`) and at most :data:`MAX_CHANGES` o
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from memnet.domain import pointers
-from memnet.domain.attribution import Touch, attribute, canonical_path
+from memnet.domain.attribution import Attribution, Touch, attribute, canonical_path
 from memnet.domain.audit_records import AuditRecord
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.envelope import CONTENT, Json
 from memnet.domain.errors import Gone, NotFound
 from memnet.domain.layout import DocumentRef
+from memnet.domain.pointers import Segments
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.versions import Versions
 
@@ -63,40 +65,17 @@ def explain(
     """Why the value at ``path`` (a JSON Pointer into the content, checked at the edge)
     is in ``current``, or in its version ``as_of`` (as a point-in-time read names one):
     404 ``PATH_NOT_FOUND`` when nothing is there."""
-    index = versions.index(ref, current)
-    top, document = len(index.changes) - 1, current.document
+    changes = _Changes(versions, audit, ref, current)
+    top, document = len(changes.index.changes) - 1, current.document
     if as_of is not None:
         version = versions.at(ref, current, as_of)
-        top, document = index.positions[version.change_id], version.document
+        top, document = changes.index.positions[version.change_id], version.document
     segments = _located(document, path)
-    low, refused = versions.oldest_readable(ref, index)
-    floor = max(low, top + 1 - MAX_CHANGES)
-    stopped: list[str | None] = []
-
-    def newest_first() -> Any:
-        for position in range(top, floor - 1, -1):
-            record = audit.read(ref.tenant_id, ref.user_id, index.changes[position])
-            if record is None:  # retention removed it after the index was read
-                stopped.append("HISTORY_TRUNCATED")
-                return
-            yield record
-        stopped.append(refused if floor == low else WALK_LIMIT)
-
-    def before(record: AuditRecord) -> Json | None:
-        position = index.positions[record.change_id] - 1
-        if position < low:
-            return None
-        try:
-            return versions.document(ref, index, position)
-        except Gone:
-            return None
-
-    found = attribute(document, segments, newest_first(), before)
-    truncated_by = more = None
-    if not found.found:
-        truncated_by = (stopped[0] if stopped else None) or refused or "HISTORY_TRUNCATED"
+    found, truncated_by = changes.attribute(document, segments, top)
+    more = None
     if truncated_by == WALK_LIMIT:
-        more = {"as_of": index.changes[floor - 1], "path": pointers.render(found.path[1:])}
+        oldest = changes.index.changes[changes.floor(top) - 1]
+        more = {"as_of": oldest, "path": pointers.render(found.path[1:])}
     return Why(
         path=pointers.render(segments[1:]),
         change_id=document["change_id"],
@@ -106,6 +85,86 @@ def explain(
         truncated_by=truncated_by,
         more=more,
     )
+
+
+def origins(
+    versions: Versions,
+    audit: AuditLog,
+    ref: DocumentRef,
+    current: StoredDocument,
+    paths: Iterable[Segments],
+) -> dict[str, Json]:
+    """Where the value at each of ``paths`` (of the content, canonical, each there) came
+    from: its origin change (who, when, why, on what evidence; no ops), or only
+    ``truncated_by``. The walks share the document's records: each is read once."""
+    changes = _Changes(versions, audit, ref, current)
+    top = len(changes.index.changes) - 1
+    found: dict[str, Json] = {}
+    for path in paths:
+        walked, truncated_by = changes.attribute(current.document, (CONTENT, *path), top)
+        if truncated_by is not None:
+            found[pointers.render(path)] = {"truncated_by": truncated_by}
+        else:
+            origin = _change(walked.touches[-1])
+            found[pointers.render(path)] = {k: origin[k] for k in ORIGIN_FIELDS}
+    return found
+
+
+ORIGIN_FIELDS = ("change_id", "actor", "timestamp", "reason", "confidence", "evidence", "origin")
+
+
+class _Changes:
+    """A document's committed changes as walks read them, newest first, as far as
+    versions may be read and at most :data:`MAX_CHANGES` from where a walk starts: each
+    record and each version read at most once, however many values are walked."""
+
+    def __init__(
+        self, versions: Versions, audit: AuditLog, ref: DocumentRef, current: StoredDocument
+    ) -> None:
+        self._versions, self._audit, self._ref = versions, audit, ref
+        self.index = versions.index(ref, current)
+        self.low, self.refused = versions.oldest_readable(ref, self.index)
+        self._records: dict[int, AuditRecord | None] = {}
+        self._documents: dict[int, Json | None] = {}
+
+    def floor(self, top: int) -> int:
+        """The oldest position a walk from ``top`` reads."""
+        return max(self.low, top + 1 - MAX_CHANGES)
+
+    def attribute(
+        self, document: Json, segments: Segments, top: int
+    ) -> tuple[Attribution, str | None]:
+        """The attribution of the value at ``segments`` of ``document`` (the version at
+        ``top``), and why its origin is not in it (None: it is)."""
+        stopped: list[str | None] = []
+        found = attribute(document, segments, self._newest_first(top, stopped), self._before)
+        if found.found:
+            return found, None
+        return found, (stopped[0] if stopped else None) or self.refused or "HISTORY_TRUNCATED"
+
+    def _newest_first(self, top: int, stopped: list[str | None]) -> Iterator[AuditRecord]:
+        ref = self._ref
+        for position in range(top, self.floor(top) - 1, -1):
+            if position not in self._records:
+                change_id = self.index.changes[position]
+                self._records[position] = self._audit.read(ref.tenant_id, ref.user_id, change_id)
+            record = self._records[position]
+            if record is None:  # retention removed it after the index was read
+                stopped.append("HISTORY_TRUNCATED")
+                return
+            yield record
+        stopped.append(self.refused if self.floor(top) == self.low else WALK_LIMIT)
+
+    def _before(self, record: AuditRecord) -> Json | None:
+        position = self.index.positions[record.change_id] - 1
+        if position < self.low:
+            return None
+        if position not in self._documents:
+            try:
+                self._documents[position] = self._versions.document(self._ref, self.index, position)
+            except Gone:
+                self._documents[position] = None
+        return self._documents[position]
 
 
 def _located(document: Json, path: str) -> tuple[str, ...]:
