@@ -21,7 +21,7 @@ from memnet.cli import main
 from memnet.domain.audit_records import AuditRecord, fold
 from memnet.domain.layout import DocumentRef
 from memnet.services.documents.service import DocumentService
-from tests.api.migrating import LATEST, STEP_OPS, bumped_profiles
+from tests.api.migrating import LATEST, bumped_profiles
 from tests.api.test_documents import PREF, patch
 from tests.clients import ApiClient
 from tests.conftest import (
@@ -337,15 +337,3 @@ def test_live_writes_during_the_job_lose_nothing(
     assert content["preferences"][-1] == value and content["projects"] == NEW_CONTENT["projects"]
     reasons = [c["reason"] for c in history(client)]
     assert reasons == ["live_update", "admin_migration"]  # the seed was an admin PUT
-
-
-def test_a_step_whose_result_the_next_version_refuses_stops_startup(tmp_path: Path):
-    from memnet.domain.errors import ConfigError
-    from memnet.services.profiles.registry import load_registry
-
-    broken = {**STEP_OPS, "ops": [{"op": "copy", "from": "/projects_index", "path": "/projects"}]}
-    profiles = bumped_profiles(tmp_path / "p", steps=[broken])
-    with pytest.raises(ConfigError) as raised:
-        load_registry(profiles)
-    assert raised.value.field == "/migrations/0/examples/0"
-    assert "does not satisfy that version" in raised.value.problem
