@@ -153,6 +153,27 @@ def test_read_as_stored_serves_the_version_as_stored(
     assert document["schema_version"] == "1.0.0" and document["content"] == OLD_CONTENT
 
 
+def test_context_assembly_reads_the_latest_version_and_routes_by_it(
+    client: ApiClient, admin: ApiClient, deployments: Deployments
+):
+    """The bumped profile's routing index is ``/projects``: a document stored at 1.0.0
+    (``/projects_index``) routes only if it is read migrated."""
+    index = [{"project_id": "p1", "name": "Apollo", "aliases": ["apollo"]}]
+    seed(admin, content={**OLD_CONTENT, "projects_index": index})
+    project = {"summary": "Moon.", "facets": {}, "recent_notes": []}
+    headers = {"If-None-Match": "*", "Idempotency-Key": "p1"}
+    admin.request("PUT", doc_url("projects/p1.json"), {"content": project}, headers)
+    deployments.roll()
+    body = {"conversation_hint": {"text": "how is apollo going"}}
+    reply = client.request("POST", "/v1/tenants/t1/users/u1/context:assemble", body)
+    assert reply.status == 200, reply.data
+    assert reply.data["selected_project_id"] == "p1"
+    dynamic = next(d for d in reply.data["documents"] if d["binding_id"] == "user_dynamic")
+    assert dynamic["document"]["schema_version"] == LATEST
+    assert dynamic["document"]["content"]["projects"] == index
+    assert stored(deployments.new)["schema_version"] == "1.0.0"
+
+
 # -- migrate on write -------------------------------------------------------------------
 
 

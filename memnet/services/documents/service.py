@@ -90,7 +90,8 @@ class DocumentService:
     def read(self, caller: Caller, ref: DocumentRef, profile_id: str | None) -> StoredDocument:
         caller.require(ref.tenant_id, "read")
         governed = self.resolve(caller, ref, profile_id, None)
-        stored = self._read_as(governed.binding, self._require(scoped_ref(ref, governed.binding)))
+        stored = self._require(scoped_ref(ref, governed.binding))
+        stored = self._registry.as_read(governed.binding, stored)
         if governed.rules is None:
             return stored
         return StoredDocument(stored.etag, views.seen(stored.document, caller, governed.rules))
@@ -120,19 +121,6 @@ class DocumentService:
         views.require_full(caller, governed.rules)
         ref = scoped_ref(ref, governed.binding)
         return self.versions.at(ref, self._require(ref), at)
-
-    def _read_as(self, binding: Binding, stored: StoredDocument) -> StoredDocument:
-        """A document stored at an older schema version, as its binding's ``read_as``
-        says (docs/profiles.md, "Schema migrations"): migrated in memory (``latest``;
-        the ETag is still the stored version's) or as stored. One whose migration does
-        not apply is served as stored: its next write names the problem."""
-        if binding.read_as != "latest":
-            return stored
-        try:
-            migrated = self._registry.migrated(binding, stored.document)
-        except MemnetError:
-            return stored
-        return stored if migrated is None else StoredDocument(stored.etag, migrated.document)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""

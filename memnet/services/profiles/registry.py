@@ -24,6 +24,7 @@ from referencing.jsonschema import DRAFT202012
 from memnet.domain import migrations, pointers
 from memnet.domain.bindings import Binding, new_envelope
 from memnet.domain.callers import Caller
+from memnet.domain.document_model import StoredDocument
 from memnet.domain.envelope import CONTENT, Json, envelope_schema
 from memnet.domain.errors import BadRequest, ConfigError, NotFound, Unprocessable
 from memnet.domain.migrations import Migrated, Step
@@ -139,6 +140,21 @@ class ProfileRegistry:
                 profile_version=binding.schema_version,
             )
         return migrations.migrate(binding.schema_id, document, found)
+
+    def as_read(self, binding: Binding, stored: StoredDocument) -> StoredDocument:
+        """A stored document as its binding's ``read_as`` serves it (docs/profiles.md,
+        "Schema migrations"): migrated in memory to the binding's version (``latest``;
+        the ETag stays the stored version's, which a write names) or as stored. One whose
+        migration does not apply is served as stored: its next write names the problem."""
+        if binding.read_as != "latest" or stored.document.get("schema_version") == (
+            binding.schema_version
+        ):
+            return stored
+        try:
+            migrated = self.migrated(binding, stored.document)
+        except Unprocessable:
+            return stored
+        return stored if migrated is None else StoredDocument(stored.etag, migrated.document)
 
     def content_problem(self, schema_id: str, version: str, content: Json) -> str | None:
         """Why ``content`` fails the schema's ``version`` (the first error), or None."""
