@@ -21,10 +21,12 @@ from memnet.cli import main
 from memnet.domain.audit_records import AuditRecord, fold
 from memnet.domain.layout import DocumentRef
 from memnet.services.documents.service import DocumentService
+from tests.api.forgetting import drain_forget
 from tests.api.migrating import LATEST, bumped_profiles
 from tests.api.test_documents import PREF, patch
 from tests.clients import ApiClient
 from tests.conftest import (
+    PRIVACY_KEY,
     REPO,
     STORAGE_BACKENDS,
     backend_settings,
@@ -82,7 +84,8 @@ def deploy(old: Services, profiles: Path) -> Services:
 def deployments(
     request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Deployments]:
-    old = bootstrap.build(backend_settings(request, request.param, tmp_path / "data"))
+    settings = backend_settings(request, request.param, tmp_path / "data")
+    old = bootstrap.build(make_settings(**{**settings.__dict__, "forget_grace_seconds": 0}))
     profiles = bumped_profiles(tmp_path / "profiles")
     env = _env(old.settings, profiles)
     for name, value in env.items():
@@ -246,6 +249,27 @@ def test_a_migration_that_does_not_apply_refuses_the_write_naming_the_op(
     assert stored(deployments.new)["content"] == without_index
     served = client.request("GET", doc_url()).data["document"]  # served as stored
     assert served["schema_version"] == "1.0.0"
+
+
+def test_forgetting_a_conversation_retracts_from_a_document_at_the_old_version(
+    client: ApiClient, admin: ApiClient, deployments: Deployments
+):
+    """The retraction is planned against the version its write starts from (migrated),
+    and its write migrates the document: one change, reason forget_conversation."""
+    taught = {"text": "Green tea.", "topic": "drinks", "evidence": {"conversation_id": "c-9"}}
+    seed(admin, content={**OLD_CONTENT, "preferences": [*OLD_CONTENT["preferences"], taught]})
+    deployments.roll()
+    privacy = client.as_key(PRIVACY_KEY)
+    reply = privacy.request("DELETE", "/v1/tenants/t1/users/u1/conversations/c-9")
+    assert reply.status == 202, reply.data
+    drain_forget(deployments.new)
+    assert privacy.request("GET", reply.data["status_url"]).data["status"] == "done"
+    assert stored(deployments.new) == {**stored(deployments.new), "content": NEW_CONTENT}
+    assert stored(deployments.new)["schema_version"] == LATEST
+    newest = history(client)[0]
+    assert newest["reason"] == "forget_conversation"
+    assert newest["migration"] == {"from": "1.0.0", "to": LATEST}
+    assert folds_to_current(client, deployments)
 
 
 # -- the migrate command ----------------------------------------------------------------

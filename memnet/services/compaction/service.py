@@ -123,10 +123,11 @@ class CompactionService:
         if stored is None or target is None:
             why = "no such document" if stored is None else "no profile governs it"
             return refused(why)
+        stored = self._registry.as_written(target.binding, stored)
         stored, shapes = self._reshape(target, stored, dry_run)
         fresh = self._freshness(target, stored, dry_run)
         if fresh.changed or fresh.yielded:
-            stored = self._documents.load(ref) or stored  # else the one read serves
+            stored = self._load(target) or stored  # else the one read serves
         try:
             applied = self._racing(target, stored, lambda now: self._compact(target, now, dry_run))
         except EtagMismatch:
@@ -145,9 +146,16 @@ class CompactionService:
         writer (``EtagMismatch``), at most :data:`ATTEMPTS` times."""
 
         def again(lost: StoredDocument) -> StoredDocument:
-            return self._documents.load(target.ref) or lost
+            return self._load(target) or lost
 
         return retrying_from(stored, attempt, again, on=EtagMismatch, attempts=ATTEMPTS)
+
+    def _load(self, target: Target) -> StoredDocument | None:
+        """The document as a write of it starts from: migrated in memory when stored at
+        an older schema version (docs/profiles.md, "Schema migrations"), so that the
+        job plans against the content its patch applies to."""
+        found = self._documents.load(target.ref)
+        return None if found is None else self._registry.as_written(target.binding, found)
 
     def _target(self, ref: DocumentRef, stored: StoredDocument | None) -> Target | None:
         found = governing(self._audit, self._registry, ref, stored)
@@ -249,12 +257,12 @@ class CompactionService:
             if not ops or dry_run:
                 return stored, Reshaped(paths=paths, ops=tuple(ops))
             self._job_write(target, stored, _RESHAPE, ops, content_hash(ops))
-            return self._documents.load(target.ref) or stored, Reshaped(True, paths)
+            return self._load(target) or stored, Reshaped(True, paths)
 
         try:
             return self._racing(target, stored, attempt)
         except EtagMismatch:
-            return self._documents.load(target.ref) or stored, Reshaped(yielded=True)
+            return self._load(target) or stored, Reshaped(yielded=True)
 
     # -- freshness -------------------------------------------------------------------
 

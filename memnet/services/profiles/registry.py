@@ -143,12 +143,15 @@ class ProfileRegistry:
 
     def as_read(self, binding: Binding, stored: StoredDocument) -> StoredDocument:
         """A stored document as its binding's ``read_as`` serves it (docs/profiles.md,
-        "Schema migrations"): migrated in memory to the binding's version (``latest``;
-        the ETag stays the stored version's, which a write names) or as stored. One whose
-        migration does not apply is served as stored: its next write names the problem."""
-        if binding.read_as != "latest" or stored.document.get("schema_version") == (
-            binding.schema_version
-        ):
+        "Schema migrations"): migrated in memory (``latest``) or as stored."""
+        return self.as_written(binding, stored) if binding.read_as == "latest" else stored
+
+    def as_written(self, binding: Binding, stored: StoredDocument) -> StoredDocument:
+        """The version a write of ``binding`` starts from (what a job plans its ops
+        against): ``stored`` migrated in memory to the binding's schema version, its
+        ETag the stored version's. One whose migration does not apply is answered as
+        stored: the write names the problem."""
+        if stored.document.get("schema_version") == binding.schema_version:
             return stored
         try:
             migrated = self.migrated(binding, stored.document)
