@@ -202,6 +202,24 @@ def test_the_next_write_migrates_the_document_as_part_of_its_change(
     assert folds_to_current(client, deployments)
 
 
+def test_a_past_version_reads_as_it_was_stored_across_the_migration(
+    client: ApiClient, admin: ApiClient, deployments: Deployments
+):
+    """History is not rewritten: ``as_of`` the seed answers 1.0.0, the migrating change
+    1.2.0, each folded from the audit records (docs/profiles.md)."""
+    etag = seed(admin)
+    deployments.roll()
+    value = {"text": "Short.", "category": "style"}
+    assert patch(client, etag, [{"op": "add", "path": PREF, "value": value}], "w1").status == 200
+    newest, first = history(client)
+    old = client.request("GET", doc_url() + "?as_of=" + first["change_id"])
+    assert old.status == 200, old.data
+    assert old.data["document"]["schema_version"] == "1.0.0"
+    assert old.data["document"]["content"] == OLD_CONTENT
+    new = client.request("GET", doc_url() + "?as_of=" + newest["change_id"]).data["document"]
+    assert new == stored(deployments.new)
+
+
 def test_an_old_clients_write_in_the_old_shape_is_refused_and_changes_nothing(
     client: ApiClient, admin: ApiClient, deployments: Deployments
 ):
