@@ -252,6 +252,37 @@ def test_a_document_an_old_deployment_writes_after_the_bump_is_migrated_not_refu
     assert history(client, "u2")[0]["migration"] == {"from": "1.0.0", "to": LATEST}
 
 
+def test_a_stale_rebasing_write_moves_past_the_migration_only_where_it_commutes(
+    client: ApiClient, admin: ApiClient, deployments: Deployments, capsys
+):
+    """A client holding the ETag from before the bulk migration: its append rebases past
+    the migration change; its write to a member the migration renamed conflicts (412,
+    naming the migration change) rather than writing the old shape."""
+    etag = seed(admin)
+    deployments.roll()
+    assert run(capsys)["counts"]["migrated"] == 1
+    migration = history(client)[0]["change_id"]
+    value = {"text": "Later.", "category": "style"}
+    appended = client.request(
+        "PATCH",
+        doc_url(),
+        {"ops": [{"op": "add", "path": PREF, "value": value}], "rebase": True},
+        {"If-Match": etag, "Idempotency-Key": "stale-1"},
+    )
+    assert appended.status == 200, appended.data
+    assert appended.data["rebased_from"] == etag
+    assert appended.data["document"]["content"]["preferences"][-1] == value
+    ops = [{"op": "replace", "path": "/content/preferences/0/topic", "value": "food"}]
+    renamed = client.request(
+        "PATCH",
+        doc_url(),
+        {"ops": ops, "rebase": True},
+        {"If-Match": etag, "Idempotency-Key": "s2"},
+    )
+    assert renamed.status == 412, renamed.data
+    assert renamed.data["error"]["details"]["rebase"]["change_id"] == migration
+
+
 def test_a_migration_that_does_not_apply_refuses_the_write_naming_the_op(
     client: ApiClient, admin: ApiClient, deployments: Deployments
 ):
