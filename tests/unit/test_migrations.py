@@ -262,3 +262,19 @@ def test_the_initial_content_of_a_binding_at_the_old_version_is_checked(tmp_path
     with pytest.raises(ConfigError) as raised:
         load_registry(profiles)
     assert "initial_content of shipped-v1/user_dynamic" in raised.value.field
+
+
+def test_the_registry_migrates_only_its_schema_forward(tmp_path: Path):
+    registry = load_registry(bumped_profiles(tmp_path / "p"))
+    profile = registry.get("project-copilot-v1")
+    binding = profile.binding("user_dynamic") if profile else None
+    assert binding is not None and binding.schema_version == LATEST
+    content = {**STEP_OPS["examples"][0]}
+    assert registry.migrated(binding, {**document(content), "schema_id": "other"}) is None
+    assert registry.migrated(binding, document(content, LATEST)) is None
+    found = registry.migrated(binding, document(content))
+    assert found is not None and found.document["schema_version"] == LATEST
+    with pytest.raises(Unprocessable) as raised:
+        registry.migrated(binding, document(content, "9.0.0"))
+    assert raised.value.code == "SCHEMA_VERSION_UNSUPPORTED"
+    assert raised.value.details["stored_version"] == "9.0.0"

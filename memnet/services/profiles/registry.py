@@ -121,8 +121,8 @@ class ProfileRegistry:
         one without a migration, or a later one: a newer deployment wrote it) is a 422
         ``SCHEMA_VERSION_UNSUPPORTED``; steps that do not apply, ``MIGRATION_FAILED``."""
         stored = document.get("schema_version")
-        if stored == binding.schema_version:
-            return None
+        if stored == binding.schema_version or document.get("schema_id") != binding.schema_id:
+            return None  # current; or another schema's, which validation refuses
         steps = self.migration_steps(binding.schema_id)
         found = (
             None
