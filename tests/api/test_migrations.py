@@ -321,6 +321,35 @@ def test_forgetting_a_conversation_retracts_from_a_document_at_the_old_version(
     assert folds_to_current(client, deployments)
 
 
+def test_a_proposal_made_at_the_old_version_is_reviewed_after_the_bump(
+    client: ApiClient, admin: ApiClient, deployments: Deployments
+):
+    etag = seed(admin)
+    fact = {
+        "fact": "Lives in Porto",
+        "confidence": 0.5,
+        "evidence": {"message_ids": ["m1"]},
+        "last_verified_at": "2026-11-24T10:00:00Z",
+    }
+    ops = [{"op": "add", "path": "/content/durable_facts/-", "value": fact}]
+    low = {"confidence": 0.5, "evidence": {"message_ids": ["m1"]}}
+    assert patch(client, etag, ops, "proposed", **low).status == 200  # redirected, at 1.0.0
+    deployments.roll()
+    queue = client.request("GET", "/v1/tenants/t1/users/u1/proposals")
+    assert queue.status == 200 and len(queue.data["proposals"]) == 1, queue.data
+    proposal = queue.data["proposals"][0]["proposal_id"]
+    url = f"/v1/tenants/t1/users/u1/proposals/{proposal}/approve"
+    approved = admin.request("POST", url)
+    assert approved.status == 200, approved.data
+    document = stored(deployments.new)
+    assert document["schema_version"] == LATEST
+    assert document["content"]["durable_facts"][0]["fact"] == "Lives in Porto"
+    assert document["content"]["pending_confirmations"] == []
+    newest = history(client)[0]
+    assert newest["reason"] == "proposal_review"
+    assert newest["migration"] == {"from": "1.0.0", "to": LATEST}
+
+
 # -- the migrate command ----------------------------------------------------------------
 
 
