@@ -143,7 +143,10 @@ class _Tracker:
             if self.found or self.lost:
                 break
         if not self.found and not self.lost and record.base is not None:
-            self._note(ORIGIN, None)  # the value was in the content the change started from
+            if canonical_path(record.base, tuple(self.path)) is None:
+                self.lost = True  # the records do not fold to this document: nothing to say
+            else:
+                self._note(ORIGIN, None)  # it was in the content the change started from
         self._states = None
         if self._role is None:
             return None

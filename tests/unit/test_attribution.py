@@ -114,3 +114,12 @@ def test_canonical_paths_read_indexes_as_the_fold_writes_them():
     assert canonical_path(content, ("facts", "2")) is None
     assert canonical_path(content, ("facts", "-")) is None
     assert canonical_path(content, ("facts", "0", "id", "x")) is None
+
+
+def test_records_that_do_not_fold_to_the_document_claim_no_origin():
+    records = history([{"op": "add", "path": "/content/facts/-", "value": {"id": 1}}])
+    document = fold(records)
+    assert document is not None
+    document["content"]["renamed"] = document["content"].pop("facts")  # not what they made
+    found = attribute(document, ("content", "renamed", "0"), reversed(records), lambda r: None)
+    assert (found.touches, found.found, found.walked) == ((), False, 2)

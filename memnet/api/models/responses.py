@@ -248,7 +248,7 @@ class ItemsOrigins(Closed):
     binding_id: str
     path: str
     items: dict[str, dict[str, Any]] | None = Field(description="By item path in the content.")
-    omitted: Literal["CLEARANCE_REQUIRED"] | None = None
+    omitted: Literal["CLEARANCE_REQUIRED", "VERSION_NOT_STORED"] | None = None
 
 
 class Assembled(Open):

@@ -60,7 +60,7 @@ READ_WORKERS = 8
 CONCURRENT_READS_ABOVE_S = 0.001  # mean read time from which reads run concurrently
 
 
-Origins = Callable[[DocumentRef, StoredDocument, list[Segments]], dict[str, Json]]
+Origins = Callable[[DocumentRef, Json, list[Segments]], dict[str, Json] | None]
 """Where each item of a document came from
 (:meth:`memnet.services.documents.service.DocumentService.origins`)."""
 
@@ -155,7 +155,11 @@ class ContextService:
                 found.append({**entry, "items": None, "omitted": "CLEARANCE_REQUIRED"})
                 continue
             paths = _item_paths(selected.stored.document.get("content"), ())
-            origins = self._origins(reader.ref(binding, selected.path), selected.stored, paths)
+            document = selected.stored.document
+            origins = self._origins(reader.ref(binding, selected.path), document, paths)
+            if origins is None:  # migrated in memory (read_as: latest): no history has it
+                found.append({**entry, "items": None, "omitted": "VERSION_NOT_STORED"})
+                continue
             shown = visible_changes(tuple(origins.values()), caller, binding)
             found.append({**entry, "items": dict(zip(origins, shown, strict=True))})
         return found

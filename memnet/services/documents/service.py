@@ -151,12 +151,16 @@ class DocumentService:
         return replace(found, changes=visible_changes(found.changes, caller, governed.binding))
 
     def origins(
-        self, ref: DocumentRef, current: StoredDocument, paths: Iterable[Segments]
-    ) -> dict[str, Json]:
-        """Where each value at ``paths`` of ``current``'s content came from (context
-        assembly's ``provenance``, which has checked the caller may see it; ``ref`` is
-        where the document lives)."""
-        return origins(self.versions, self._audit, ref, current, paths)
+        self, ref: DocumentRef, shown: Json, paths: Iterable[Segments]
+    ) -> dict[str, Json] | None:
+        """Where each value at ``paths`` of the content of ``shown`` (a version of the
+        document at ``ref``, where it lives) came from, or None when ``shown`` is no
+        stored version (:func:`memnet.services.documents.why.origins`): for context
+        assembly's ``provenance``, which has checked the caller may see it."""
+        current = self.load(ref)
+        if current is None:
+            return None
+        return origins(self.versions, self._audit, ref, current, shown, paths)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""

@@ -92,16 +92,32 @@ def origins(
     audit: AuditLog,
     ref: DocumentRef,
     current: StoredDocument,
+    shown: Json,
     paths: Iterable[Segments],
-) -> dict[str, Json]:
-    """Where the value at each of ``paths`` (of the content, canonical, each there) came
-    from: its origin change (who, when, why, on what evidence; no ops), or only
-    ``truncated_by``. The walks share the document's records: each is read once."""
+) -> dict[str, Json] | None:
+    """Where the value at each of ``paths`` (of the content) of ``shown``, a version of
+    the document ``current`` is the latest of, came from: its origin change (who, when,
+    why, on what evidence; no ops), or only ``truncated_by``. None when ``shown`` is no
+    stored version (migrated in memory, or past what may be read). The walks share the
+    document's records: each is read once."""
     changes = _Changes(versions, audit, ref, current)
-    top = len(changes.index.changes) - 1
+    top = changes.index.positions.get(shown.get("change_id", ""))
+    if top is None:
+        return None
+    document = current.document
+    if top != len(changes.index.changes) - 1:
+        try:
+            document = versions.document(ref, changes.index, top)
+        except Gone:
+            return None
+    if document.get("schema_version") != shown.get("schema_version"):
+        return None
     found: dict[str, Json] = {}
     for path in paths:
-        walked, truncated_by = changes.attribute(current.document, (CONTENT, *path), top)
+        segments = canonical_path(document, (CONTENT, *path))
+        if segments is None:
+            continue
+        walked, truncated_by = changes.attribute(document, segments, top)
         if truncated_by is not None:
             found[pointers.render(path)] = {"truncated_by": truncated_by}
         else:
