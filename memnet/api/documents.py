@@ -78,13 +78,13 @@ def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse
 @endpoint()
 def patch_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     command = _write_command(request, ctx, PatchBody)
-    return _render(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
+    return render_write(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
 
 
 @endpoint()
 def put_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     command = _write_command(request, ctx, PutBody)
-    return _render(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
+    return render_write(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
 
 
 def _refuse_history(request: ApiRequest) -> None:
@@ -130,7 +130,7 @@ def _write_command(
     )
 
 
-def _render(response: Response, caller: Caller) -> ApiResponse:
+def render_write(response: Response, caller: Caller) -> ApiResponse:
     """The write's response; a caller without the ``read`` role gets no document."""
     body = response.body
     if not caller.may_read():
