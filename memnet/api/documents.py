@@ -16,6 +16,7 @@ from memnet.domain.timestamps import InvalidTimestamp, parse_timestamp
 from memnet.services.documents.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
+REVERT_SUFFIX = ":revert"  # POST only (memnet.api.reverts)
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
 
@@ -94,6 +95,8 @@ def _refuse_history(request: ApiRequest) -> None:
     path = request.route_params.get("path", "")
     if path.endswith(HISTORY_SUFFIX):
         raise MethodNotAllowed("A document's history is read-only.", allow="GET")
+    if path.endswith(REVERT_SUFFIX):
+        raise MethodNotAllowed("A revert is a POST.", allow="POST")
     if not path:
         raise MethodNotAllowed("A namespace's listing is read-only.", allow="GET")
 

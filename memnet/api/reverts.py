@@ -4,14 +4,12 @@ document's Functions route takes."""
 from __future__ import annotations
 
 from memnet.api import parsing
-from memnet.api.documents import HISTORY_SUFFIX, render_write
+from memnet.api.documents import HISTORY_SUFFIX, REVERT_SUFFIX, render_write
 from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import RevertBody
 from memnet.domain.errors import BadRequest, MethodNotAllowed
 from memnet.services.documents.revert import RevertCommand
-
-REVERT_SUFFIX = ":revert"
 
 
 @endpoint()

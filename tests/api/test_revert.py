@@ -14,7 +14,7 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
-from memnet.domain.audit_records import AuditRecord, fold
+from memnet.domain.audit_records import AuditRecord, change_time, fold
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import ApiClient, Reply
 from tests.conftest import PRIVACY_KEY, doc_url, starter_profiles
@@ -224,6 +224,9 @@ def test_post_takes_only_the_revert_suffix(client: ApiClient, admin: ApiClient):
     for url, allow in ((doc_url(), "GET, PATCH, PUT"), (doc_url() + ":history", "GET")):
         reply = admin.request("POST", url, {}, {"If-Match": '"x"', "Idempotency-Key": "k"})
         assert (reply.status, reply.headers["allow"]) == (405, allow), url
+    for method in ("PATCH", "PUT"):
+        reply = admin.request(method, doc_url() + ":revert", {"ops": []}, {"If-Match": '"x"'})
+        assert (reply.status, reply.headers["allow"]) == (405, "POST"), method
 
 
 def test_a_revert_while_the_user_is_forgotten_is_refused(client: ApiClient, admin: ApiClient):
@@ -279,3 +282,18 @@ def reinstall(services: Services, profiles: Path) -> None:
     """The same storage served under ``profiles`` (a deployment of a new profile)."""
     settings = replace(services.settings, profiles_dir=profiles)
     bootstrap.install(bootstrap.build(settings, blobs=services.blobs, queue=services.queue))
+
+
+def test_a_version_past_the_audit_horizon_is_gone(
+    client: ApiClient, admin: ApiClient, services: Services
+):
+    versions = three_versions(client)
+    services.audit.raise_horizon("t1", "u1", change_time(change_id(versions[1])))
+    etag = versions[-1]["etag"]
+    for body in (
+        {"to_change_id": change_id(versions[0])},
+        {"undo_change_id": change_id(versions[1])},
+    ):
+        reply = revert(admin, etag, f"k-{next(iter(body))}", **body)
+        assert (reply.status, reply.error_code) == (410, "HISTORY_TRUNCATED"), reply.data
+    assert len(history(admin)) == 3
