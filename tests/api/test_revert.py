@@ -16,6 +16,7 @@ from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.audit_records import AuditRecord, change_time, fold
 from tests.api.test_documents import PREF, create, patch
+from tests.api.test_policy import FACT
 from tests.clients import ApiClient, Reply
 from tests.conftest import PRIVACY_KEY, doc_url, starter_profiles
 
@@ -93,6 +94,27 @@ def test_undo_applies_the_inverse_of_one_change_to_the_latest_version(
     assert "reverted_to" not in changes[0]
     current = admin.request("GET", doc_url()).data
     assert fold(map(AuditRecord.from_json, reversed(changes))) == current["document"]
+
+
+def test_undo_of_a_durable_fact_passes_the_durable_gate_as_a_reviewed_write(
+    client: ApiClient, admin: ApiClient
+):
+    created = create(client).data
+    fact = patch(
+        client,
+        created["etag"],
+        [{"op": "add", "path": "/content/durable_facts/-", "value": FACT}],
+        "fact",
+        confidence=0.9,
+        evidence={"message_ids": ["m1"]},
+    )
+    assert fact.data["document"]["content"]["durable_facts"] == [FACT], fact.data
+    reply = revert(
+        admin, fact.data["etag"], "u1", undo_change_id=fact.data["document"]["change_id"]
+    )
+    assert reply.status == 200, reply.data
+    assert reply.data["document"]["content"] == created["document"]["content"]
+    assert "redirected_ops" not in reply.data
 
 
 def test_undo_of_a_change_a_later_one_overwrote_is_a_conflict_naming_it(
@@ -192,8 +214,9 @@ def test_another_tenants_or_documents_change_is_not_found(client: ApiClient, adm
     versions = three_versions(client)
     etag = versions[-1]["etag"]
     theirs = create(client, doc_url(tenant="t2")).data["document"]["change_id"]
+    another_user = create(client, doc_url(user="u2")).data["document"]["change_id"]
     other_doc = create(client, doc_url("projects/p.json"), [], "p").data["document"]["change_id"]
-    for foreign in (theirs, other_doc, "chg_" + "0" * 28):
+    for foreign in (theirs, another_user, other_doc, "chg_" + "0" * 28):
         for body in ({"to_change_id": foreign}, {"undo_change_id": foreign}):
             reply = revert(admin, etag, f"k-{foreign}-{len(body)}-{next(iter(body))}", **body)
             assert (reply.status, reply.error_code) == (404, "CHANGE_NOT_FOUND"), reply.data
