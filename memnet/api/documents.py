@@ -27,6 +27,8 @@ def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
         return listing.list_documents(request, ctx)
     if path.endswith(HISTORY_SUFFIX):
         return _history(request, ctx, path.removesuffix(HISTORY_SUFFIX))
+    if path.endswith(REVERT_SUFFIX):
+        raise MethodNotAllowed("A revert is a POST.", allow="POST")
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     as_of = version_query(request, "as_of")
