@@ -130,7 +130,7 @@ def _wire(
         quotas=quotas,
         listing=listing,
         proposals=ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock),
-        reverts=Reverts(documents, parts.audit, parts.tombstones),
+        reverts=Reverts(documents, parts.audit, parts.registry, parts.tombstones),
     )
 
 

@@ -15,6 +15,7 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.audit_records import AuditRecord, change_time, fold
+from tests.api.migrating import LATEST, STEP_TRANSFORM, bumped_profiles
 from tests.api.test_documents import PREF, create, patch
 from tests.api.test_policy import FACT
 from tests.clients import ApiClient, Reply
@@ -320,3 +321,48 @@ def test_a_version_past_the_audit_horizon_is_gone(
         reply = revert(admin, etag, f"k-{next(iter(body))}", **body)
         assert (reply.status, reply.error_code) == (410, "HISTORY_TRUNCATED"), reply.data
     assert len(history(admin)) == 3
+
+
+def test_a_version_at_an_older_schema_version_is_migrated_as_it_is_written_back(
+    client: ApiClient, admin: ApiClient, services: Services, tmp_path: Path
+):
+    first, changed = old_versions(admin)
+    reinstall(services, bumped_profiles(tmp_path / "profiles"))  # now at 1.2.0
+    reply = revert(admin, changed["etag"], "r1", to_change_id=first["document"]["change_id"])
+    assert reply.status == 200, reply.data
+    document = reply.data["document"]
+    assert document["schema_version"] == LATEST
+    assert document["content"]["preferences"] == [{"text": "Tea", "category": "drinks"}]
+    assert document["content"]["projects"] == [{"project_id": "p1"}]
+    changes = history(admin)
+    assert changes[0]["migration"] == {"from": "1.0.0", "to": LATEST}
+    assert fold(map(AuditRecord.from_json, reversed(changes))) == document
+
+
+def test_a_version_no_migration_leads_from_is_422_and_writes_nothing(
+    client: ApiClient, admin: ApiClient, services: Services, tmp_path: Path
+):
+    first, changed = old_versions(admin)
+    reinstall(services, bumped_profiles(tmp_path / "profiles", steps=[STEP_TRANSFORM]))
+    reply = revert(admin, changed["etag"], "r1", to_change_id=first["document"]["change_id"])
+    assert (reply.status, reply.error_code) == (422, "SCHEMA_VERSION_UNSUPPORTED"), reply.data
+    assert len(history(admin)) == 2
+
+
+def old_versions(admin: ApiClient) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two versions of user_dynamic written at 1.0.0: a preference with a topic and a
+    projects index, then the preference changed."""
+    content = {
+        "preferences": [{"text": "Tea", "topic": "drinks"}],
+        "durable_facts": [],
+        "pending_confirmations": [],
+        "projects_index": [{"project_id": "p1"}],
+    }
+    headers = {"If-None-Match": "*", "Idempotency-Key": "seed"}
+    first = admin.request("PUT", doc_url(), {"content": content}, headers)
+    assert first.status == 201, first.data
+    changed = patch(
+        admin, first.data["etag"], [{"op": "replace", "path": TEXT, "value": "Milk"}], "c"
+    )
+    assert changed.status == 200, changed.data
+    return first.data, changed.data

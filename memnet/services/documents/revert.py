@@ -8,7 +8,8 @@ sensitivity, the idempotency key, the ETag, a forget in progress), and the chang
 one audit record like any other, naming ``reverted_to`` or ``undone``.
 
 - **to a version** (``to_change_id``): ops that set each top-level section that differs
-  back to the version's, under the caller's ``If-Match``;
+  back to the version's, under the caller's ``If-Match``; a version stored at an older
+  schema version is migrated first, as the next write would migrate it;
 - **one change** (``undo_change_id``): its inverse, written against the version it
   produced and rebased onto the latest like a live PATCH with ``rebase``
   (:func:`memnet.domain.rebase.conflict`): ``409 UNDO_CONFLICT`` naming the later change
@@ -41,6 +42,7 @@ from memnet.services.documents.scopes import scoped_ref
 from memnet.services.documents.service import DocumentService
 from memnet.services.documents.versions import VersionIndex
 from memnet.services.forget.tombstones import Tombstones
+from memnet.services.profiles.registry import ProfileRegistry
 
 REVERT = "revert"  # the audit record's reason
 
@@ -63,9 +65,14 @@ class RevertCommand:
 
 class Reverts:
     def __init__(
-        self, documents: DocumentService, audit: AuditLog, tombstones: Tombstones | None
+        self,
+        documents: DocumentService,
+        audit: AuditLog,
+        registry: ProfileRegistry,
+        tombstones: Tombstones | None,
     ) -> None:
-        self._documents, self._audit, self._tombstones = documents, audit, tombstones
+        self._documents, self._audit, self._registry = documents, audit, registry
+        self._tombstones = tombstones
 
     def revert(self, caller: Caller, cmd: RevertCommand) -> Response:
         caller.require(cmd.ref.tenant_id, "read")
@@ -99,7 +106,10 @@ class Reverts:
         ref, current, index = found
         versions, to = self._documents.versions, str(cmd.to_change_id)
         old = versions.document(ref, index, versions.position(ref, index, to))
-        ops = restoring(current.document["content"], old["content"])
+        migrated = self._registry.migrated(governed.binding, old)  # 422 without a way
+        wanted = (migrated.document if migrated else old)["content"]
+        now = self._registry.as_written(governed.binding, current).document["content"]
+        ops = restoring(now, wanted)
         return _command(cmd, governed, ops, cmd.if_match, reverted_to=to)
 
     def _undo(
