@@ -17,6 +17,7 @@ from memnet.bootstrap import Services
 from memnet.domain.audit_records import AuditRecord, change_time, fold
 from tests.api.migrating import LATEST, STEP_TRANSFORM, bumped_profiles
 from tests.api.test_documents import PREF, create, patch
+from tests.api.test_forget_conversation import C2, fact, forget_conversation
 from tests.api.test_policy import FACT
 from tests.clients import ApiClient, Reply
 from tests.conftest import PRIVACY_KEY, doc_url, starter_profiles
@@ -366,3 +367,17 @@ def old_versions(admin: ApiClient) -> tuple[dict[str, Any], dict[str, Any]]:
     )
     assert changed.status == 200, changed.data
     return first.data, changed.data
+
+
+def test_a_version_older_than_a_conversations_retraction_stays_forgotten(
+    client: ApiClient, admin: ApiClient, services: Services
+):
+    taught = [{"op": "add", "path": "/content/durable_facts/-", "value": fact("In Porto", C2)}]
+    created = create(client, ops=taught, confidence=0.9, evidence={"message_ids": ["m"]})
+    assert created.status == 201, created.data
+    forget_conversation(client, services, "conv-2")
+    latest = admin.request("GET", doc_url()).data
+    assert latest["document"]["content"]["durable_facts"] == []  # retracted
+    reply = revert(admin, latest["etag"], "r1", to_change_id=created.data["document"]["change_id"])
+    assert (reply.status, reply.error_code) == (410, "HISTORY_FORGOTTEN"), reply.data
+    assert admin.request("GET", doc_url()).data["etag"] == latest["etag"]
