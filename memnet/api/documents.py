@@ -17,6 +17,7 @@ from memnet.services.documents.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
 WHY_SUFFIX = ":why"
+REVERT_SUFFIX = ":revert"  # POST only (memnet.api.reverts)
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
 
@@ -29,6 +30,8 @@ def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
         return _history(request, ctx, path.removesuffix(HISTORY_SUFFIX))
     if path.endswith(WHY_SUFFIX):
         return _why(request, ctx, path.removesuffix(WHY_SUFFIX))
+    if path.endswith(REVERT_SUFFIX):
+        raise MethodNotAllowed("A revert is a POST.", allow="POST")
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     as_of = version_query(request, "as_of")
@@ -94,13 +97,13 @@ def _why(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:
 @endpoint()
 def patch_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     command = _write_command(request, ctx, PatchBody)
-    return _render(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
+    return render_write(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
 
 
 @endpoint()
 def put_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     command = _write_command(request, ctx, PutBody)
-    return _render(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
+    return render_write(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
 
 
 def _refuse_history(request: ApiRequest) -> None:
@@ -110,6 +113,8 @@ def _refuse_history(request: ApiRequest) -> None:
     path = request.route_params.get("path", "")
     if path.endswith((HISTORY_SUFFIX, WHY_SUFFIX)):
         raise MethodNotAllowed("A document's history is read-only.", allow="GET")
+    if path.endswith(REVERT_SUFFIX):
+        raise MethodNotAllowed("A revert is a POST.", allow="POST")
     if not path:
         raise MethodNotAllowed("A namespace's listing is read-only.", allow="GET")
 
@@ -146,7 +151,7 @@ def _write_command(
     )
 
 
-def _render(response: Response, caller: Caller) -> ApiResponse:
+def render_write(response: Response, caller: Caller) -> ApiResponse:
     """The write's response; a caller without the ``read`` role gets no document."""
     body = response.body
     if not caller.may_read():

@@ -119,6 +119,8 @@ def audit_record(
         request_id=cmd.request_id,
         idempotency_key_sha256=key_hash(caller.caller_id, cmd.idempotency_key),
         expires_at=expiry,
+        reverted_to=cmd.reverted_to,
+        undone=cmd.undone,
     )
 
 
