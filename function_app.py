@@ -74,7 +74,8 @@ def get_openapi(req: func.HttpRequest) -> func.HttpResponse:
 
 @app.route(route=DOCUMENT_ROUTE, methods=["GET"])
 def get_document(req: func.HttpRequest) -> func.HttpResponse:
-    """Read a document (spec 10.1); a path ending in ``:history`` lists its changes."""
+    """Read a document (spec 10.1); a path ending in ``:history`` lists its changes, one
+    ending in ``:why`` tells which changes produced a value."""
     return _call(documents.get_document, req)
 
 

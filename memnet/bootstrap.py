@@ -116,7 +116,7 @@ def _wire(
         authenticator=parts.authenticator,
         documents=documents,
         audit=parts.audit,
-        context=_context(parts),
+        context=_context(parts, documents),
         events=events,
         queue=parts.queue,
         index=parts.index,
@@ -184,11 +184,12 @@ def _documents(parts: _Parts) -> DocumentService:
     )
 
 
-def _context(parts: _Parts) -> ContextService:
+def _context(parts: _Parts, documents: DocumentService) -> ContextService:
     settings = parts.settings
     return ContextService(
         parts.blobs,
         parts.registry,
+        origins=documents.origins,
         index_ttl=settings.context_index_ttl_seconds,
         semantic_ttl=settings.context_semantic_ttl_seconds,
         read_workers=settings.context_read_workers,

@@ -29,4 +29,5 @@ def _request(request: ApiRequest, body: AssembleBody) -> AssembleRequest:
         max_chars_total=body.max_chars_total,
         debug=body.debug,
         render=body.render,
+        provenance=body.provenance,
     )

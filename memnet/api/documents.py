@@ -16,6 +16,7 @@ from memnet.domain.timestamps import InvalidTimestamp, parse_timestamp
 from memnet.services.documents.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
+WHY_SUFFIX = ":why"
 REVERT_SUFFIX = ":revert"  # POST only (memnet.api.reverts)
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
@@ -27,6 +28,8 @@ def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
         return listing.list_documents(request, ctx)
     if path.endswith(HISTORY_SUFFIX):
         return _history(request, ctx, path.removesuffix(HISTORY_SUFFIX))
+    if path.endswith(WHY_SUFFIX):
+        return _why(request, ctx, path.removesuffix(WHY_SUFFIX))
     if path.endswith(REVERT_SUFFIX):
         raise MethodNotAllowed("A revert is a POST.", allow="POST")
     ref = parsing.document_ref(request, path)
@@ -78,6 +81,19 @@ def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse
     return ApiResponse.json(200, page.as_json())
 
 
+MAX_WHY_PATH_CHARS = 1024
+
+
+def _why(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:
+    """``:why?path=<JSON Pointer into the content>[&as_of=<version>]`` (docs/api.md)."""
+    ref = parsing.document_ref(request, path)
+    profile_id = parsing.optional_str(request.query, "profile_id")
+    pointer = parsing.pointer_query(request.query, "path", MAX_WHY_PATH_CHARS)
+    as_of = version_query(request, "as_of")
+    found = ctx.services.documents.why(ctx.caller, ref, profile_id, pointer, as_of)
+    return ApiResponse.json(200, found.as_json())
+
+
 @endpoint()
 def patch_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     command = _write_command(request, ctx, PatchBody)
@@ -95,7 +111,7 @@ def _refuse_history(request: ApiRequest) -> None:
     405, as for any method a resource does not take; so does a namespace's listing (an
     empty path)."""
     path = request.route_params.get("path", "")
-    if path.endswith(HISTORY_SUFFIX):
+    if path.endswith((HISTORY_SUFFIX, WHY_SUFFIX)):
         raise MethodNotAllowed("A document's history is read-only.", allow="GET")
     if path.endswith(REVERT_SUFFIX):
         raise MethodNotAllowed("A revert is a POST.", allow="POST")

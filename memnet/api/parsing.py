@@ -13,6 +13,7 @@ from typing import Any
 
 from memnet.api.http import ApiRequest
 from memnet.api.models.base import ModelT, validated
+from memnet.domain import pointers
 from memnet.domain.envelope import canonical
 from memnet.domain.errors import (
     BadRequest,
@@ -243,3 +244,21 @@ def bounded_int(query: Mapping[str, str], name: str, default: int, top: int) -> 
             location=["query", name],
         )
     return int(text)
+
+
+def pointer_query(query: Mapping[str, str], name: str, max_chars: int) -> str:
+    """A required query parameter that is a JSON Pointer below the root (``/a/0``)."""
+    text = query.get(name) or ""
+    problem = None
+    if not text:
+        problem = f"{name} is required: a JSON Pointer (/section/0)."
+    elif len(text) > max_chars:
+        problem = f"{name} must be at most {max_chars} characters."
+    else:
+        try:
+            pointers.parse(text)
+        except ValueError as exc:
+            problem = f"{name} must be a JSON Pointer: {exc}"
+    if problem is not None:
+        raise BadRequest(problem, code="INVALID_QUERY", field=name, location=["query", name])
+    return text

@@ -157,6 +157,7 @@ class Assembled:
     pending_sections: list[Json] = field(default_factory=list)
     rendered: str | None = None
     routing_debug: Json | None = None
+    provenance: list[Json] | None = None  # asked for: each kept document's items' origins
 
     def as_json(self) -> Json:
         found: Json = {
@@ -172,6 +173,8 @@ class Assembled:
             found["rendered"] = self.rendered
         if self.routing_debug is not None:
             found["routing_debug"] = self.routing_debug
+        if self.provenance is not None:
+            found["provenance"] = self.provenance
         return found
 
 

@@ -202,6 +202,30 @@ def test_the_next_write_migrates_the_document_as_part_of_its_change(
     assert folds_to_current(client, deployments)
 
 
+def test_provenance_and_why_follow_a_migration_once_it_is_stored(
+    client: ApiClient, admin: ApiClient, deployments: Deployments
+):
+    """Before the write, context shows a version no history holds (migrated in memory):
+    its provenance is omitted. The write stores the migration's ops (a ``move`` of the
+    renamed section): the item is traced through them to the change that wrote it."""
+    etag = seed(admin)
+    created = history(client)[0]["change_id"]
+    deployments.roll()
+    assemble = "/v1/tenants/t1/users/u1/context:assemble"
+    before = client.request("POST", assemble, {"provenance": True}).data["provenance"]
+    (dynamic,) = [p for p in before if p["binding_id"] == "user_dynamic"]
+    assert (dynamic["items"], dynamic["omitted"]) == (None, "VERSION_NOT_STORED")
+    value = {"text": "Short answers.", "category": "style"}
+    assert patch(client, etag, [{"op": "add", "path": PREF, "value": value}], "w1").status == 200
+    migrated = history(client)[0]["change_id"]
+    after = client.request("POST", assemble, {"provenance": True}).data["provenance"]
+    (dynamic,) = [p for p in after if p["binding_id"] == "user_dynamic"]
+    assert dynamic["items"]["/projects/0"]["change_id"] == created
+    assert dynamic["items"]["/preferences/2"]["change_id"] == migrated
+    why = client.request("GET", doc_url() + ":why?path=/projects/0").data["changes"]
+    assert [(c["change_id"], c["role"]) for c in why] == [(migrated, "moved"), (created, "origin")]
+
+
 def test_a_past_version_reads_as_it_was_stored_across_the_migration(
     client: ApiClient, admin: ApiClient, deployments: Deployments
 ):

@@ -97,6 +97,8 @@ def _documents(agent: Checked) -> None:
     assert created.status == 201, created.data
     assert agent.request("GET", url).status == 200
     assert agent.request("GET", url + ":history?limit=5").status == 200
+    assert agent.request("GET", url + ":why?path=/preferences/0").status == 200
+    assert agent.request("GET", url + ":why?path=/preferences/9").status == 404
     content = agent.request("GET", url).data["document"]["content"]
     for etag, status in ((created.data["etag"], 200), ('"0x0"', 412)):
         headers = {"If-Match": etag, "Idempotency-Key": f"put-{status}"}

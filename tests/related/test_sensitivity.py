@@ -548,3 +548,32 @@ def test_lookups_are_refused_beside_sensitivity_classes(tmp_path):
     with pytest.raises(ConfigError) as caught:
         load_registry(tmp_path / "profiles")
     assert "not available with sensitivity_rules" in str(caught.value)
+
+
+def test_context_provenance_needs_clearance_for_every_class(a2p: ApiClient):
+    user = a2p.as_key(A2P_USER_KEY)
+    seed(user)
+    body = {"provenance": True}
+    shown = a2p.request("POST", f"{USER}/context:assemble", body).data["provenance"]
+    (memories,) = [p for p in shown if p["path"] == "memories.json"]
+    assert memories == {
+        "binding_id": memories["binding_id"],
+        "path": "memories.json",
+        "items": None,
+        "omitted": "CLEARANCE_REQUIRED",
+    }
+    full = user.request("POST", f"{USER}/context:assemble", body).data["provenance"]
+    (memories,) = [p for p in full if p["path"] == "memories.json"]
+    items = [f"/memories/a2p:semantic/{i}" for i in range(4)]
+    assert sorted(memories["items"]) == items
+    assert {memories["items"][i]["evidence"]["conversation_id"] for i in items} == {"c1"}
+
+
+def test_why_needs_clearance_for_every_class_as_history_does(a2p: ApiClient):
+    user = a2p.as_key(A2P_USER_KEY)
+    seed(user)
+    query = ":why?path=/memories/a2p:semantic/1"
+    refused = a2p.request("GET", MEMORIES + query)
+    assert (refused.status, refused.error_code) == (403, "CLEARANCE_REQUIRED")
+    (change,) = user.request("GET", MEMORIES + query).data["changes"]
+    assert change["role"] == "origin" and change["evidence"] == EVIDENCE

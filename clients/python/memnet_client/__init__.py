@@ -36,6 +36,8 @@ from memnet_client.models import (
     Replay,
     SearchHit,
     SearchResults,
+    Why,
+    WhyChange,
     WriteResult,
 )
 from memnet_client.retries import RetryPolicy
@@ -49,6 +51,8 @@ __all__ = [
     "Document",
     "WriteResult",
     "History",
+    "Why",
+    "WhyChange",
     "Change",
     "Context",
     "ContextDocument",

@@ -18,6 +18,7 @@ from memnet_client.models import (
     History,
     JsonObject,
     ListedDocument,
+    Why,
     WriteResult,
 )
 
@@ -64,6 +65,16 @@ class DocumentsApi(ClientBase):
         params = {**self._profile_params(), **drop_none(limit=limit, before=before)}
         url = self._document(namespace, path) + ":history"
         return self._send(Call("GET", url, _history, params={k: str(v) for k, v in params.items()}))
+
+    def why(self, namespace: str, path: str, pointer: str, *, as_of: str | None = None) -> Why:
+        """Which changes produced the value at ``pointer`` (a JSON Pointer into the
+        content, ``/durable_facts/3``): who, when, why, on what evidence, newest first;
+        in the version ``as_of`` (a change id or an RFC 3339 instant) if given. When the
+        walk stopped at its bound, ``why(..., result.more_path, as_of=result.more_as_of)``
+        goes on. :class:`NotFound` (``PATH_NOT_FOUND``) when nothing is there."""
+        params = {**self._profile_params(), "path": pointer, **drop_none(as_of=as_of)}
+        url = self._document(namespace, path) + ":why"
+        return self._send(Call("GET", url, _why, params=params))
 
     def list_documents(
         self,
@@ -263,6 +274,10 @@ def _document(response: httpx.Response) -> Document:
 
 def _history(response: httpx.Response) -> History:
     return History.from_json(json_of(response))
+
+
+def _why(response: httpx.Response) -> Why:
+    return Why.from_json(json_of(response))
 
 
 def _document_list(response: httpx.Response) -> DocumentList:

@@ -41,9 +41,11 @@ class MemoryApi(ClientBase):
         max_chars_total: int | None = None,
         render: Literal["json", "text"] | None = None,
         debug: bool | None = None,
+        provenance: bool | None = None,
     ) -> Context:
         """The documents to inject at conversation start, each with its ETag;
-        ``hint`` is the opening text the server routes to a project with."""
+        ``hint`` is the opening text the server routes to a project with;
+        ``provenance=True`` adds where each item came from (``Context.provenance``)."""
         conversation_hint = drop_none(text=hint, project_id=project_id)
         body = drop_none(
             profile_id=self.profile,
@@ -52,6 +54,7 @@ class MemoryApi(ClientBase):
             max_chars_total=max_chars_total,
             render=render,
             debug=debug,
+            provenance=provenance,
         )
         url = self._user_path() + "/context:assemble"
         return self._send(Call("POST", url, _context, body))

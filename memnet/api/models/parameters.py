@@ -40,6 +40,18 @@ _QUERY: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "pattern": "^chg_[0-9a-f]{28}$"},
         "description": "The next_before of the previous page.",
     },
+    "as_of": {
+        "schema": {"type": "string", "minLength": 1, "maxLength": 64},
+        "description": "A version: a change id of the document, or an RFC 3339 instant "
+        "(the newest version committed at or before it).",
+    },
+    "why_path": {
+        "name": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^/", "maxLength": 1024},
+        "description": "A JSON Pointer into the document's content (/durable_facts/3), "
+        "without /content.",
+    },
     "page_limit": {
         "name": "limit",
         "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},

@@ -146,6 +146,7 @@ class AssembleBody(Body):
     max_chars_total: Annotated[StrictInt, Field(ge=1, le=1_000_000), INTEGRAL] | None = None
     debug: StrictBool = False
     render: Literal["json", "text"] = "json"
+    provenance: StrictBool = False
 
 
 # -- events (spec 10.5, 10.6, 20) -----------------------------------------------------------

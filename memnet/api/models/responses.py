@@ -133,6 +133,43 @@ class HistoryPage(Closed):
     truncated: bool | None = None
 
 
+class WhyChange(Closed):
+    """A change that produced the value (``GET {document}:why``; docs/api.md)."""
+
+    change_id: str
+    role: Literal["origin", "modified", "upserted", "moved", "copied"]
+    path: str = Field(description="Where the value was just after this change.")
+    actor: str
+    timestamp: str
+    reason: str
+    confidence: float | None
+    evidence: Any = Field(None, description="Absent for a shared document, unless admin.")
+    origin: dict[str, Any] | None = Field(
+        None, description="Who produced the ops: a replay (replay_id, extractor), a review."
+    )
+    ops: list[dict[str, Any]] = Field(
+        description="This change's ops that touched the value, each with its index."
+    )
+
+
+class WhyMore(Closed):
+    as_of: str = Field(
+        description="The version to ask about next: the change before the walk's last."
+    )
+    path: str = Field(description="Where the value was in that version.")
+
+
+class WhyAnswer(Closed):
+    path: str = Field(description="The value's path in the content, indexes canonical.")
+    change_id: str
+    etag: str
+    value: Any
+    changes: list[WhyChange] = Field(description="Newest first; the last is the origin.")
+    truncated: bool
+    truncated_by: Literal["HISTORY_TRUNCATED", "HISTORY_FORGOTTEN", "WALK_LIMIT"] | None
+    more: WhyMore | None = Field(description="After WALK_LIMIT: ?as_of=&path= to go on.")
+
+
 class ListedDocument(Closed):
     path: str
     etag: str
@@ -203,11 +240,23 @@ class PendingShown(Closed):
     shown: Literal["omitted", "marked"]
 
 
+class ItemsOrigins(Closed):
+    """``provenance: true``: a kept document's array items and the change each came
+    from (``change_id``, ``actor``, ``timestamp``, ``reason``, ``confidence``,
+    ``evidence``, ``origin``; only ``truncated_by`` when that is older than the walk)."""
+
+    binding_id: str
+    path: str
+    items: dict[str, dict[str, Any]] | None = Field(description="By item path in the content.")
+    omitted: Literal["CLEARANCE_REQUIRED", "VERSION_NOT_STORED"] | None = None
+
+
 class Assembled(Open):
     selected_project_id: str | None
     documents: list[AssembledDocument]
     dropped_bindings: list[DroppedBinding]
     pending_sections: list[PendingShown] | None = None
+    provenance: list[ItemsOrigins] | None = None
 
 
 # -- events -----------------------------------------------------------------------------------

@@ -31,7 +31,9 @@ from memnet.domain.context_render import (
     routing_debug,
 )
 from memnet.domain.document_model import StoredDocument
+from memnet.domain.envelope import Json
 from memnet.domain.layout import DocumentRef
+from memnet.domain.pointers import Segments
 from memnet.domain.profiles import Profile, RoutingRules
 from memnet.domain.project_routing import RoutingIndex, phrase_of, rank_hint, semantic_confidence
 from memnet.domain.project_similarity import project_scores
@@ -45,6 +47,7 @@ from memnet.services.context.reads import (
     build_index,
     semantic_text,
 )
+from memnet.services.documents.scopes import visible_changes
 from memnet.services.profiles.registry import ProfileRegistry
 
 INDEX_CACHE_SIZE = 1024  # routing documents
@@ -55,6 +58,11 @@ INDEX_TTL_S = 1.0
 SEMANTIC_TTL_S = 30.0
 READ_WORKERS = 8
 CONCURRENT_READS_ABOVE_S = 0.001  # mean read time from which reads run concurrently
+
+
+Origins = Callable[[DocumentRef, Json, list[Segments]], dict[str, Json] | None]
+"""Where each item of a document came from
+(:meth:`memnet.services.documents.service.DocumentService.origins`)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,7 @@ class AssembleRequest:
     max_chars_total: int | None = None
     debug: bool = False
     render: str = "json"
+    provenance: bool = False
 
 
 class ContextService:
@@ -87,8 +96,10 @@ class ContextService:
         concurrent_reads_above: float = CONCURRENT_READS_ABOVE_S,
         monotonic: Monotonic = time.monotonic,
         clock: Clock | None = None,
+        origins: Origins | None = None,
     ) -> None:
         self._blobs, self._registry = blobs, registry
+        self._origins = origins  # None: a service built alone in a test (no provenance)
         self._clock = clock  # None: documents never read as expired (a test's service)
         self._indexes = IndexCache(INDEX_CACHE_SIZE, index_ttl, monotonic)
         self._texts = SemanticTexts(TEXT_CACHE_SIZE, semantic_ttl, monotonic)
@@ -124,7 +135,34 @@ class ContextService:
             [entry for s in budgeted.kept if (entry := _pending_entry(s))],
             budgeted.rendered,
             routing_debug(decision) if debug else None,
+            self._provenance(caller, profile, reader, budgeted.kept)
+            if request.provenance
+            else None,
         )
+
+    def _provenance(
+        self, caller: Caller, profile: Profile, reader: Reader, kept: list[Selected]
+    ) -> list[Json] | None:
+        """Each kept document's array items with the change each came from (docs/
+        context.md "Provenance"): read as ``:why`` reads, shown as history shows."""
+        if self._origins is None:
+            return None
+        found: list[Json] = []
+        for selected in kept:
+            binding = selected.binding
+            entry: Json = {"binding_id": binding.binding_id, "path": selected.path}
+            if not views.sees_all(caller, profile.sensitivity(binding.binding_id)):
+                found.append({**entry, "items": None, "omitted": "CLEARANCE_REQUIRED"})
+                continue
+            paths = _item_paths(selected.stored.document.get("content"), ())
+            document = selected.stored.document
+            origins = self._origins(reader.ref(binding, selected.path), document, paths)
+            if origins is None:  # migrated in memory (read_as: latest): no history has it
+                found.append({**entry, "items": None, "omitted": "VERSION_NOT_STORED"})
+                continue
+            shown = visible_changes(tuple(origins.values()), caller, binding)
+            found.append({**entry, "items": dict(zip(origins, shown, strict=True))})
+        return found
 
     def _executor(self) -> Executor | None:
         """The read pool while reads are slow enough for it to pay; started on first use
@@ -315,6 +353,16 @@ class ContextService:
         stored = reader.loaded(ref) if ref is not None else None
         if ref is not None and stored is not None:
             self._remember_text(rules, ref, stored)
+
+
+def _item_paths(value: Any, at: Segments) -> list[Segments]:
+    """The items of the arrays in ``value`` that no array holds (the sections of a
+    document's content, at any depth of objects)."""
+    if isinstance(value, list):
+        return [(*at, str(i)) for i in range(len(value))]
+    if not isinstance(value, dict):
+        return []
+    return [path for name, inner in value.items() for path in _item_paths(inner, (*at, name))]
 
 
 def _pending_shown(profile: Profile, selected: Selected) -> Selected:

@@ -16,6 +16,7 @@ from dataclasses import replace
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import WriteCommand
+from memnet.domain.envelope import Json
 from memnet.domain.errors import Forbidden
 from memnet.domain.layout import DocumentRef
 from memnet.services.documents.chain import HistoryPage
@@ -55,12 +56,18 @@ PRIVATE_RECORD_FIELDS = ("evidence", "origin", "request_id", "idempotency_key_sh
 
 
 def visible_history(page: HistoryPage, caller: Caller, binding: Binding) -> HistoryPage:
-    """``page`` as ``caller`` may see it: a shared document's changes without what names
-    the users and conversations they came from, unless the caller is an admin."""
+    """``page`` as ``caller`` may see it (:func:`visible_changes`)."""
+    return replace(page, changes=visible_changes(page.changes, caller, binding))
+
+
+def visible_changes(
+    changes: tuple[Json, ...], caller: Caller, binding: Binding
+) -> tuple[Json, ...]:
+    """Changes (audit records, or what ``:why`` says of them) as ``caller`` may see them:
+    a shared document's without what names the users and conversations they came from,
+    unless the caller is an admin."""
     if not binding.shared or "admin" in caller.roles:
-        return page
-    changes = tuple(
-        {k: v for k, v in change.items() if k not in PRIVATE_RECORD_FIELDS}
-        for change in page.changes
+        return changes
+    return tuple(
+        {k: v for k, v in change.items() if k not in PRIVATE_RECORD_FIELDS} for change in changes
     )
-    return replace(page, changes=changes)

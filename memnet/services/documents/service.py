@@ -9,6 +9,7 @@ loses nothing.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
@@ -21,12 +22,13 @@ from memnet.domain.audit_records import AuditRecord
 from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
-from memnet.domain.envelope import serialise
+from memnet.domain.envelope import Json, serialise
 from memnet.domain.errors import Conflict, EtagMismatch, MemnetError, NotFound, Unprocessable
 from memnet.domain.governed import Governed
 from memnet.domain.layout import DocumentRef
 from memnet.domain.migrations import Migrated
 from memnet.domain.patching import Op
+from memnet.domain.pointers import Segments
 from memnet.domain.policy import (
     WriteIntent,
     change_violations,
@@ -40,8 +42,14 @@ from memnet.services import telemetry
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.chain import DocumentChain, HistoryPage, write_response
 from memnet.services.documents.idempotency import Claim, IdempotencyStore, Response, Ticket
-from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
+from memnet.services.documents.scopes import (
+    scoped_ref,
+    scoped_write,
+    visible_changes,
+    visible_history,
+)
 from memnet.services.documents.versions import Version, Versions
+from memnet.services.documents.why import Why, explain, origins
 from memnet.services.documents.write_path import AfterCommit, Change, LostRace, WritePath
 from memnet.services.documents.write_records import (
     EXTENDS_EXPIRY,
@@ -75,6 +83,7 @@ class DocumentService:
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._chain = DocumentChain(blobs, audit, clock)
         self.versions = Versions(blobs, audit)
+        self._audit = audit
         self._path = WritePath(
             blobs=blobs,
             audit=audit,
@@ -121,6 +130,37 @@ class DocumentService:
         views.require_full(caller, governed.rules)
         ref = scoped_ref(ref, governed.binding)
         return self.versions.at(ref, self._require(ref), at)
+
+    def why(
+        self,
+        caller: Caller,
+        ref: DocumentRef,
+        profile_id: str | None,
+        path: str,
+        as_of: str | None = None,
+    ) -> Why:
+        """The changes that produced the value at ``path`` of the content, now or in the
+        version ``as_of`` (``:why``; docs/decisions.md "Why a value is there"): read as
+        history is, shown as history is."""
+        caller.require(ref.tenant_id, "read")
+        governed = self.resolve(caller, ref, profile_id, None)
+        views.require_full(caller, governed.rules)
+        scoped = scoped_ref(ref, governed.binding)
+        current = self._require(scoped)
+        found = explain(self.versions, self._audit, scoped, current, path, as_of)
+        return replace(found, changes=visible_changes(found.changes, caller, governed.binding))
+
+    def origins(
+        self, ref: DocumentRef, shown: Json, paths: Iterable[Segments]
+    ) -> dict[str, Json] | None:
+        """Where each value at ``paths`` of the content of ``shown`` (a version of the
+        document at ``ref``, where it lives) came from, or None when ``shown`` is no
+        stored version (:func:`memnet.services.documents.why.origins`): for context
+        assembly's ``provenance``, which has checked the caller may see it."""
+        current = self.load(ref)
+        if current is None:
+            return None
+        return origins(self.versions, self._audit, ref, current, shown, paths)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""

@@ -148,6 +148,20 @@ class Versions:
         """Where ``change_id`` is in ``index``, if it is a version one may read."""
         return self._position(ref, index, change_id)
 
+    def oldest_readable(self, ref: DocumentRef, index: VersionIndex) -> tuple[int, str | None]:
+        """The position of the oldest version of ``index`` that :meth:`position` lets one
+        read, and the code that refuses the version before it (None: there is none, the
+        first change is the document's first)."""
+        low, code = 0, "HISTORY_TRUNCATED" if index.truncated else None
+        if index.forgotten and max(index.forgotten) > low:
+            low, code = max(index.forgotten), "HISTORY_FORGOTTEN"
+        horizon = self._audit.horizon(ref.tenant_id, ref.user_id)
+        if horizon is not None:
+            past = bisect.bisect_right([change_time(c) for c in index.changes], horizon)
+            if past >= low and past > 0:
+                low, code = past, "HISTORY_TRUNCATED"
+        return low, code
+
     def index(self, ref: DocumentRef, current: StoredDocument) -> VersionIndex:
         """The document's index, brought up to its current head (and saved, unless
         another reader saved one meanwhile)."""

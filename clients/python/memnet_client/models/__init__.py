@@ -21,6 +21,7 @@ from memnet_client.models.events import Event, EventWrite, SearchHit, SearchResu
 from memnet_client.models.fields import JsonObject
 from memnet_client.models.jobs import Job, Replay
 from memnet_client.models.listing import DocumentList, ListedDocument
+from memnet_client.models.why import Why, WhyChange
 
 __all__ = [
     "JsonObject",
@@ -28,6 +29,8 @@ __all__ = [
     "WriteResult",
     "Change",
     "History",
+    "Why",
+    "WhyChange",
     "ListedDocument",
     "DocumentList",
     "ContextDocument",

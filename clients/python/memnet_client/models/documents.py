@@ -152,6 +152,7 @@ class Context:
     warnings: tuple[JsonObject, ...]
     rendered: str | None
     routing_debug: JsonObject | None
+    provenance: tuple[JsonObject, ...]  # asked for: each document's items' origins
     raw: JsonObject = field(repr=False)
 
     @classmethod
@@ -164,5 +165,6 @@ class Context:
             warnings=items(data, "warnings"),
             rendered=text(data, "rendered"),
             routing_debug=debug if isinstance(debug, Mapping) else None,
+            provenance=items(data, "provenance"),
             raw=data,
         )
