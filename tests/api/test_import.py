@@ -1,0 +1,351 @@
+"""``memnet import``: an export archive into another deployment or backend (issue 27,
+item 6). The archives are written from a populated source by tests/archives.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memnet import bootstrap
+from memnet.bootstrap import Services
+from memnet.domain.audit_records import fold
+from memnet.domain.callers import ANY, Caller
+from memnet.domain.layout import governance_prefix, import_ledger_name, user_prefix
+from memnet.ports import Condition, EventQuery
+from memnet.services.transfer.importer import Mapping
+from tests import archives
+from tests.api.forgetting import TRANSCRIPT, drain_forget, snapshot_url
+from tests.api.test_documents import PREF, create, patch
+from tests.api.test_events import event, post
+from tests.clients import DirectClient
+from tests.conftest import AGENT_KEY, backend_settings, doc_url
+
+ADMIN = Caller(
+    "importer-test", frozenset({ANY}), frozenset({ANY}), frozenset({"admin", "read", "forget"})
+)
+AS_NAMED = Mapping()  # into the tenant and user the archive names
+WORDS = ("memory", "lifecycle", "pizza", "travel")
+
+
+def build(request: pytest.FixtureRequest, backend: str, data: Path) -> Services:
+    settings = replace(backend_settings(request, backend, data), forget_grace_seconds=0)
+    return bootstrap.build(settings)
+
+
+@pytest.fixture
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
+    """An embedded deployment (local files) holding every kind of t1/u1's data."""
+    built = build(request, "local", tmp_path / "source")
+    bootstrap.install(built)
+    seed(built)
+    yield built
+    bootstrap.install(None)
+
+
+def seed(services: Services) -> None:
+    agent = DirectClient(AGENT_KEY)
+    first = create(agent).data
+    for n in range(3):
+        ops = [{"op": "add", "path": PREF, "value": {"text": f"change {n}"}}]
+        first = patch(agent, first["etag"], ops, f"p-{n}").data
+    project = doc_url("projects/apollo.json")
+    assert create(agent, project, [], key="proj").status == 201
+    for n, word in enumerate(WORDS * 3):
+        body = event(digest=f"The user talked about {word}, time {n}.", keywords=[word])
+        assert post(agent, body, f"ev-{n}").status == 201
+    for conversation in ("conv-1", "conv-2"):
+        reply = agent.request("PUT", snapshot_url("t1", "u1", conversation, "snap-1"), TRANSCRIPT)
+        assert reply.status in (201, 202), reply.data
+    services.forget_conversation.request(ADMIN, "t1", "u1", "conv-2")
+    drain_forget(services)
+    services.holds.set("t1", "u1", {"reason": "litigation", "kinds": ["events"]}, "counsel")
+
+
+def archive_of(services: Services, directory: Path, tenant: str = "t1", user: str = "u1") -> Path:
+    return archives.write_archive(services, tenant, user, directory, part_size=5)
+
+
+def run(target: Services, directory: Path, mapping: Mapping = AS_NAMED) -> Any:
+    return bootstrap.importer(target).run(directory, mapping, "operator")
+
+
+# -- what a deployment holds, to compare ------------------------------------------------
+
+
+def documents(services: Services, tenant: str = "t1", user: str = "u1") -> dict[str, Any]:
+    return {
+        f"{r.namespace}/{r.path}": json.loads(services.blobs.read(r.blob_name).data)
+        for r in archives.document_refs(services, tenant, user)
+    }
+
+
+def folds(services: Services, tenant: str = "t1", user: str = "u1") -> dict[str, Any]:
+    found = {}
+    for ref in archives.document_refs(services, tenant, user):
+        head = json.loads(services.blobs.read(ref.blob_name).data)["change_id"]
+        found[f"{ref.namespace}/{ref.path}"] = fold(reversed(list(services.audit.chain(ref, head))))
+    return found
+
+
+def searches(services: Services, tenant: str = "t1", user: str = "u1") -> dict[str, list[str]]:
+    found = {}
+    for text in (*WORDS, ""):
+        query = EventQuery(tenant, user, text=text, top_k=50)
+        results = services.events.search(ADMIN, query).results
+        found[text] = sorted(hit.event.event_id for hit in results)
+    return found
+
+
+def without_owner(records: Iterator[Any]) -> list[Any]:
+    return [{k: v for k, v in r.items() if k not in ("tenant_id", "user_id")} for r in records]
+
+
+def replays(services: Services, tenant: str = "t1", user: str = "u1") -> list[Any]:
+    return without_owner(archives.stored(services, user_prefix(tenant, user) + "replays/"))
+
+
+def receipts(services: Services, tenant: str = "t1", user: str = "u1") -> list[Any]:
+    return without_owner(archives.receipts(services, tenant, user))
+
+
+# -- the round trip ------------------------------------------------------------------------
+
+
+def test_round_trip_embedded_azurite_embedded_keeps_documents_folds_and_searches(
+    source, request, tmp_path
+):
+    azure = build(request, "azurite", tmp_path / "azure")
+    back = build(request, "local", tmp_path / "back")
+    first = run(azure, archive_of(source, tmp_path / "a"))
+    second = run(back, archive_of(azure, tmp_path / "b"))
+    assert first.status == second.status == "imported" and not first.state.conflicts
+    assert documents(source) == documents(azure) == documents(back)
+    assert folds(source) == folds(azure) == folds(back)
+    assert folds(back) == documents(back)  # each document is the fold of its chain
+    assert searches(source) == searches(azure) == searches(back)
+    assert len(searches(back)["pizza"]) == 3
+    assert replays(source) == replays(back) and len(replays(back)) == 1
+    assert receipts(source) == receipts(back) and len(receipts(back)) == 1
+    assert back.holds.policy("t1").of("u1") == source.holds.policy("t1").of("u1")
+    ref = next(archives.document_refs(back, "t1", "u1"))
+    assert back.blobs.read(ref.blob_name).etag != source.blobs.read(ref.blob_name).etag
+
+
+def test_the_import_is_logged_and_its_ledger_says_done(source, request, tmp_path):
+    target = build(request, "local", tmp_path / "target")
+    report = run(target, archive_of(source, tmp_path / "a"))
+    ledger = json.loads(target.blobs.read(import_ledger_name("t1", "u1")).data)
+    assert ledger["status"] == "done" and ledger["import_id"] == report.state.import_id
+    assert ledger["written"]["events"] == 12 and ledger["written"]["documents"] == 2
+    log = list(archives.stored(target, governance_prefix("t1") + "log/"))
+    actions = [e["action"] for e in log if e.get("import_id") == report.state.import_id]
+    assert sorted(actions) == ["import_completed", "import_started"]
+
+
+def test_a_mapped_import_rewrites_tenant_and_user(source, request, tmp_path):
+    target = build(request, "local", tmp_path / "target")
+    mapping = Mapping(tenant=("t1", "t9"), user=("u1", "u7"))
+    run(target, archive_of(source, tmp_path / "a"), mapping)
+    assert documents(target, "t9", "u7") == documents(source)
+    assert folds(target, "t9", "u7") == folds(source)
+    assert searches(target, "t9", "u7") == searches(source)
+    assert not list(target.blobs.list_names(user_prefix("t1", "u1")))
+
+
+# -- resumable and idempotent -------------------------------------------------------------
+
+
+class Crashing:
+    """A blob store that fails its ``n``-th write of a name containing ``part``: the
+    process dies there, whatever was written before stays."""
+
+    def __init__(self, inner: Any, part: str, n: int) -> None:
+        self._inner, self._part, self._left = inner, part, n
+
+    def write(self, name: str, data: bytes, condition: Condition) -> str:
+        if self._part in name:
+            self._left -= 1
+            if self._left == 0:
+                raise SystemExit("crashed")
+        return str(self._inner.write(name, data, condition))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize(
+    ("where", "n"),
+    [("/audit/", 3), ("/documents/", 2), ("/events/", 7), ("/replays/", 1), ("/imports/", 3)],
+)
+def test_a_crashed_import_resumes_and_ends_as_a_clean_one(source, request, tmp_path, where, n):
+    archive = archive_of(source, tmp_path / "a")
+    clean = build(request, "local", tmp_path / "clean")
+    run(clean, archive)
+    target = build(request, "local", tmp_path / "target")
+    crashing = bootstrap.build(target.settings, blobs=Crashing(target.blobs, where, n))
+    with pytest.raises(SystemExit):
+        run(crashing, archive)
+    report = run(target, archive)
+    assert report.status == "imported"
+    assert documents(target) == documents(clean) and folds(target) == folds(clean)
+    assert searches(target) == searches(clean) and replays(target) == replays(clean)
+
+
+def test_a_second_run_of_a_finished_import_writes_nothing_and_says_so(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    target = build(request, "local", tmp_path / "target")
+    run(target, archive)
+    before = {n: target.blobs.read(n).etag for n in target.blobs.list_names("")}
+    again = run(target, archive)
+    assert again.status == "already_imported"
+    assert {n: target.blobs.read(n).etag for n in target.blobs.list_names("")} == before
+
+
+# -- refused, nothing written ------------------------------------------------------------------
+
+
+def refused(target: Services, archive: Path, code: str, mapping: Mapping = AS_NAMED) -> None:
+    before = list(target.blobs.list_names(""))
+    with pytest.raises(Exception) as raised:
+        run(target, archive, mapping)
+    assert getattr(raised.value, "code", None) == code, raised.value
+    assert list(target.blobs.list_names("")) == before
+
+
+def test_a_tampered_part_is_refused(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    part = archive / "events-000001.jsonl"
+    part.write_bytes(part.read_bytes().replace(b"pizza", b"pasta"))
+    refused(build(request, "local", tmp_path / "t"), archive, "ARCHIVE_TAMPERED")
+
+
+def test_a_part_cut_short_or_a_record_dropped_is_refused(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    part = archive / "events-000002.jsonl"
+    part.write_bytes(b"".join(part.read_bytes().splitlines(keepends=True)[1:]))
+    refused(build(request, "local", tmp_path / "t"), archive, "ARCHIVE_TAMPERED")
+
+
+def test_a_resealed_record_of_another_user_is_refused(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    part = archive / "events-000001.jsonl"
+    part.write_bytes(part.read_bytes().replace(b'"user_id":"u1"', b'"user_id":"u2"', 1))
+    archives.reseal(archive, part.name)
+    refused(build(request, "local", tmp_path / "t"), archive, "ARCHIVE_INVALID")
+
+
+def test_a_resealed_path_outside_the_user_is_refused(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    part = archive / "documents-000001.jsonl"
+    part.write_bytes(
+        part.read_bytes().replace(b'"path":"user_dynamic.json"', b'"path":"../../x.json"')
+    )
+    archives.reseal(archive, part.name)
+    refused(build(request, "local", tmp_path / "t"), archive, "ARCHIVE_INVALID")
+
+
+@pytest.mark.parametrize(
+    ("manifest", "code"),
+    [
+        ({"complete": False}, "ARCHIVE_INCOMPLETE"),
+        ({"format": "memnet-export/9"}, "ARCHIVE_FORMAT_UNKNOWN"),
+    ],
+)
+def test_an_incomplete_or_unknown_archive_is_refused(source, request, tmp_path, manifest, code):
+    archive = archives.write_archive(source, "t1", "u1", tmp_path / "a", **manifest)
+    refused(build(request, "local", tmp_path / "t"), archive, code)
+
+
+def test_an_archive_of_another_tenant_than_the_mapping_names_is_refused(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    target = build(request, "local", tmp_path / "t")
+    refused(target, archive, "IMPORT_NOT_MAPPED", Mapping(tenant=("t2", "t9")))
+    refused(target, archive, "IMPORT_NOT_MAPPED", Mapping(user=("u2", "u1")))
+
+
+def test_a_user_that_already_holds_memory_is_refused(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    target = build(request, "local", tmp_path / "t")
+    bootstrap.install(target)
+    assert (
+        create(DirectClient(AGENT_KEY), doc_url("projects/other.json"), [], key="o").status == 201
+    )
+    refused(target, archive, "USER_NOT_EMPTY")
+
+
+# -- racing live writes ------------------------------------------------------------------------
+
+
+class LiveWriteFirst:
+    """A blob store on which a live write (``write``, through the API) lands just before
+    the import's first write of a name containing ``part``."""
+
+    def __init__(self, inner: Any, part: str, live: Any) -> None:
+        self._inner, self._part, self._live = inner, part, live
+
+    def write(self, name: str, data: bytes, condition: Condition) -> str:
+        if self._live is not None and self._part in name:
+            live, self._live = self._live, None
+            live()
+        return str(self._inner.write(name, data, condition))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def test_a_document_a_live_write_created_first_is_kept_and_reported(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    target = build(request, "local", tmp_path / "t")
+    bootstrap.install(target)
+    agent = DirectClient(AGENT_KEY)
+    live_ops = [{"op": "add", "path": PREF, "value": {"text": "live"}}]
+    racing = LiveWriteFirst(
+        target.blobs, "/documents/user/", lambda: create(agent, ops=live_ops, key="live")
+    )
+    report = run(bootstrap.build(target.settings, blobs=racing), archive)
+    assert report.state.conflicts == (
+        {"kind": "documents", "namespace": "user", "path": "user_dynamic.json"},
+    )
+    kept = documents(target)["user/user_dynamic.json"]
+    assert kept["content"]["preferences"][-1]["text"] == "live"
+    assert folds(target)["user/user_dynamic.json"] == kept  # its own chain, whole
+    assert documents(target)["projects/apollo.json"] == documents(source)["projects/apollo.json"]
+    assert target.documents.sweep_orphans is not None
+    ours = {r["change_id"] for r in archives.audit(source, "t1", "u1")}
+    left = {
+        n.rsplit("/", 1)[-1][:-5]
+        for n in target.blobs.list_names(user_prefix("t1", "u1") + "audit/")
+    }
+    assert not (ours & left) - {r["change_id"] for r in archives.audit(target, "t1", "u1")}
+
+
+def test_a_live_write_to_an_imported_document_is_a_later_change_not_a_conflict(
+    source, request, tmp_path
+):
+    archive = archive_of(source, tmp_path / "a")
+    target = build(request, "local", tmp_path / "t")
+    bootstrap.install(target)
+    agent = DirectClient(AGENT_KEY)
+
+    def live() -> None:
+        current = agent.request("GET", doc_url())
+        ops = [{"op": "add", "path": PREF, "value": {"text": "after"}}]
+        assert patch(agent, current.headers["etag"], ops, "after").status == 200
+
+    crashing = bootstrap.build(target.settings, blobs=Crashing(target.blobs, "/events/", 1))
+    with pytest.raises(SystemExit):  # the documents are in; the import dies at the events
+        run(crashing, archive)
+    live()
+    ledger = json.loads(target.blobs.read(import_ledger_name("t1", "u1")).data)
+    assert "documents-000001.jsonl" in ledger["parts_done"]
+    report = run(target, archive)
+    assert report.status == "imported" and not report.state.conflicts
+    assert (
+        documents(target)["user/user_dynamic.json"]["content"]["preferences"][-1]["text"] == "after"
+    )
+    assert searches(target) == searches(source)
