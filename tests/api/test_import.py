@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,104 +12,30 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
-from memnet.domain.audit_records import fold
-from memnet.domain.callers import ANY, Caller
 from memnet.domain.layout import governance_prefix, import_ledger_name, user_prefix
-from memnet.ports import Condition, EventQuery
+from memnet.ports import Condition
 from memnet.services.transfer.importer import Mapping
 from tests import archives
-from tests.api.forgetting import TRANSCRIPT, drain_forget, snapshot_url
-from tests.api.test_documents import PREF, create, patch
-from tests.api.test_events import event, post
-from tests.clients import DirectClient
-from tests.conftest import AGENT_KEY, backend_settings, doc_url
-
-ADMIN = Caller(
-    "importer-test", frozenset({ANY}), frozenset({ANY}), frozenset({"admin", "read", "forget"})
+from tests.api.importing import (
+    AS_NAMED,
+    archive_of,
+    build,
+    documents,
+    folds,
+    receipts,
+    replays,
+    run,
+    searches,
+    seeded,
 )
-AS_NAMED = Mapping()  # into the tenant and user the archive names
-WORDS = ("memory", "lifecycle", "pizza", "travel")
-
-
-def build(request: pytest.FixtureRequest, backend: str, data: Path) -> Services:
-    settings = replace(backend_settings(request, backend, data), forget_grace_seconds=0)
-    return bootstrap.build(settings)
+from tests.api.test_documents import PREF, create, patch
+from tests.clients import DirectClient
+from tests.conftest import AGENT_KEY, doc_url
 
 
 @pytest.fixture
 def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
-    """An embedded deployment (local files) holding every kind of t1/u1's data."""
-    built = build(request, "local", tmp_path / "source")
-    bootstrap.install(built)
-    seed(built)
-    yield built
-    bootstrap.install(None)
-
-
-def seed(services: Services) -> None:
-    agent = DirectClient(AGENT_KEY)
-    first = create(agent).data
-    for n in range(3):
-        ops = [{"op": "add", "path": PREF, "value": {"text": f"change {n}"}}]
-        first = patch(agent, first["etag"], ops, f"p-{n}").data
-    project = doc_url("projects/apollo.json")
-    assert create(agent, project, [], key="proj").status == 201
-    for n, word in enumerate(WORDS * 3):
-        body = event(digest=f"The user talked about {word}, time {n}.", keywords=[word])
-        assert post(agent, body, f"ev-{n}").status == 201
-    for conversation in ("conv-1", "conv-2"):
-        reply = agent.request("PUT", snapshot_url("t1", "u1", conversation, "snap-1"), TRANSCRIPT)
-        assert reply.status in (201, 202), reply.data
-    services.forget_conversation.request(ADMIN, "t1", "u1", "conv-2")
-    drain_forget(services)
-    services.holds.set("t1", "u1", {"reason": "litigation", "kinds": ["events"]}, "counsel")
-
-
-def archive_of(services: Services, directory: Path, tenant: str = "t1", user: str = "u1") -> Path:
-    return archives.write_archive(services, tenant, user, directory, part_size=5)
-
-
-def run(target: Services, directory: Path, mapping: Mapping = AS_NAMED) -> Any:
-    return bootstrap.importer(target).run(directory, mapping, "operator")
-
-
-# -- what a deployment holds, to compare ------------------------------------------------
-
-
-def documents(services: Services, tenant: str = "t1", user: str = "u1") -> dict[str, Any]:
-    return {
-        f"{r.namespace}/{r.path}": json.loads(services.blobs.read(r.blob_name).data)
-        for r in archives.document_refs(services, tenant, user)
-    }
-
-
-def folds(services: Services, tenant: str = "t1", user: str = "u1") -> dict[str, Any]:
-    found = {}
-    for ref in archives.document_refs(services, tenant, user):
-        head = json.loads(services.blobs.read(ref.blob_name).data)["change_id"]
-        found[f"{ref.namespace}/{ref.path}"] = fold(reversed(list(services.audit.chain(ref, head))))
-    return found
-
-
-def searches(services: Services, tenant: str = "t1", user: str = "u1") -> dict[str, list[str]]:
-    found = {}
-    for text in (*WORDS, ""):
-        query = EventQuery(tenant, user, text=text, top_k=50)
-        results = services.events.search(ADMIN, query).results
-        found[text] = sorted(hit.event.event_id for hit in results)
-    return found
-
-
-def without_owner(records: Iterator[Any]) -> list[Any]:
-    return [{k: v for k, v in r.items() if k not in ("tenant_id", "user_id")} for r in records]
-
-
-def replays(services: Services, tenant: str = "t1", user: str = "u1") -> list[Any]:
-    return without_owner(archives.stored(services, user_prefix(tenant, user) + "replays/"))
-
-
-def receipts(services: Services, tenant: str = "t1", user: str = "u1") -> list[Any]:
-    return without_owner(archives.receipts(services, tenant, user))
+    yield from seeded(request, tmp_path / "source")
 
 
 # -- the round trip ------------------------------------------------------------------------
@@ -315,13 +240,11 @@ def test_a_document_a_live_write_created_first_is_kept_and_reported(source, requ
     assert kept["content"]["preferences"][-1]["text"] == "live"
     assert folds(target)["user/user_dynamic.json"] == kept  # its own chain, whole
     assert documents(target)["projects/apollo.json"] == documents(source)["projects/apollo.json"]
-    assert target.documents.sweep_orphans is not None
-    ours = {r["change_id"] for r in archives.audit(source, "t1", "u1")}
-    left = {
-        n.rsplit("/", 1)[-1][:-5]
-        for n in target.blobs.list_names(user_prefix("t1", "u1") + "audit/")
-    }
-    assert not (ours & left) - {r["change_id"] for r in archives.audit(target, "t1", "u1")}
+    imported = {r["change_id"] for r in archives.audit(source, "t1", "u1")}
+    on_chains = {r["change_id"] for r in archives.audit(target, "t1", "u1")}
+    audit = user_prefix("t1", "u1") + "audit/"
+    stored = {n[len(audit) : -len(".json")] for n in target.blobs.list_names(audit)}
+    assert stored & imported <= on_chains  # the import's records of the lost document: gone
 
 
 def test_a_live_write_to_an_imported_document_is_a_later_change_not_a_conflict(
@@ -337,15 +260,35 @@ def test_a_live_write_to_an_imported_document_is_a_later_change_not_a_conflict(
         ops = [{"op": "add", "path": PREF, "value": {"text": "after"}}]
         assert patch(agent, current.headers["etag"], ops, "after").status == 200
 
-    crashing = bootstrap.build(target.settings, blobs=Crashing(target.blobs, "/events/", 1))
-    with pytest.raises(SystemExit):  # the documents are in; the import dies at the events
+    # The import dies as it saves the ledger after the documents part (its third save:
+    # created, audit part done, documents part done): the documents are written, the
+    # ledger does not say so, and the rerun writes that part again.
+    crashing = bootstrap.build(target.settings, blobs=Crashing(target.blobs, "/imports/", 3))
+    with pytest.raises(SystemExit):
         run(crashing, archive)
-    live()
     ledger = json.loads(target.blobs.read(import_ledger_name("t1", "u1")).data)
-    assert "documents-000001.jsonl" in ledger["parts_done"]
+    assert ledger["parts_done"] == ["audit-000001.jsonl"]
+    assert documents(target) == documents(source)
+    live()
     report = run(target, archive)
     assert report.status == "imported" and not report.state.conflicts
     assert (
         documents(target)["user/user_dynamic.json"]["content"]["preferences"][-1]["text"] == "after"
     )
     assert searches(target) == searches(source)
+
+
+def test_a_part_changed_after_verification_stops_at_the_changed_record(source, request, tmp_path):
+    archive = archive_of(source, tmp_path / "a")
+    target = build(request, "local", tmp_path / "t")
+    part = archive / "events-000001.jsonl"
+    swapped = part.read_bytes().replace(b'"user_id":"u1"', b'"user_id":"u2"')
+
+    def swap(done: int, doing: str) -> None:  # while the audit part is written
+        part.write_bytes(swapped)
+
+    with pytest.raises(Exception) as raised:
+        bootstrap.importer(target).run(archive, AS_NAMED, "operator", swap)
+    assert getattr(raised.value, "code", None) == "ARCHIVE_INVALID"
+    assert not list(target.blobs.list_names(user_prefix("t1", "u2")))
+    assert not list(target.blobs.list_names(user_prefix("t1", "u1") + "events/"))

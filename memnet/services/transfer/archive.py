@@ -2,7 +2,7 @@
 and refusing one that does not verify, before anything is written.
 
 :func:`open_archive` checks the manifest and then reads every part once: its bytes, its
-SHA-256, its line count, and each record (:mod:`.import_checks`), so a tampered, cut or
+SHA-256, its line count, and each record (:mod:`.archive_records`), so a tampered, cut or
 smuggled record stops the import while the target is untouched. :meth:`Archive.records`
 reads a part again for the import and checks its hash again as it goes (a part changed
 between the two reads stops the import there; the import resumes once the archive is
@@ -60,17 +60,20 @@ class Archive:
     manifest_sha256: str
     parts: tuple[Part, ...]
     findings: Findings
+    checks: dict[str, Check]
 
     def of_kind(self, kind: str) -> list[Part]:
         return [p for p in self.parts if p.kind == kind]
 
     def records(self, part: Part) -> Iterator[Json]:
-        """The part's records in order; :class:`ArchiveRefused` if its bytes no longer
-        hash to the manifest's (checked when the last record has been handed out)."""
+        """The part's records in order, each checked again (the file may have changed
+        since it was verified); :class:`ArchiveRefused` at a record that no longer
+        passes, or when the bytes no longer hash to the manifest's (known when the last
+        record has been handed out)."""
         digest = hashlib.sha256()
-        for line in _lines(self.directory / part.name, part):
+        for number, line in enumerate(_lines(self.directory / part.name, part), 1):
             digest.update(line)
-            yield json.loads(line)
+            yield _checked(line, self, part, number)
         if digest.hexdigest() != part.sha256:
             raise _refused("ARCHIVE_TAMPERED", f"{part.name} changed while it was imported")
 
@@ -91,7 +94,7 @@ Check = Callable[[Json, Archive], None]  # refuses a record with BadRequest
 
 def open_archive(directory: Path, checks: dict[str, Check]) -> Archive:
     """The verified archive at ``directory``; :class:`ArchiveRefused` naming what does not
-    verify. ``checks`` holds the record check of each kind (:mod:`.import_checks`)."""
+    verify. ``checks`` holds the record check of each kind (:mod:`.archive_records`)."""
     if not (directory / MANIFEST).is_file():
         raise _refused("ARCHIVE_INVALID", f"{directory} holds no {MANIFEST}")
     raw = (directory / MANIFEST).read_bytes()[: MAX_MANIFEST_BYTES + 1]
@@ -107,10 +110,11 @@ def open_archive(directory: Path, checks: dict[str, Check]) -> Archive:
         hashlib.sha256(raw).hexdigest(),
         tuple(_part(p) for p in manifest["parts"]),
         findings,
+        checks,
     )
     _unique(archive.parts)
     for part in archive.parts:
-        _verify(archive, part, checks[part.kind])
+        _verify(archive, part)
     findings.missing_prev -= findings.change_ids
     return archive
 
@@ -161,7 +165,7 @@ def _unique(parts: tuple[Part, ...]) -> None:
         raise _refused("ARCHIVE_INVALID", f"{MANIFEST}: a part is listed twice")
 
 
-def _verify(archive: Archive, part: Part, check: Check) -> None:
+def _verify(archive: Archive, part: Part) -> None:
     """Bytes, hash, count, and every record of one part."""
     path = archive.directory / part.name
     if not path.is_file() or path.stat().st_size != part.bytes:
@@ -170,15 +174,21 @@ def _verify(archive: Archive, part: Part, check: Check) -> None:
     for line in _lines(path, part):
         digest.update(line)
         count += 1
-        record = _object(line, f"{part.name} line {count}")
-        try:
-            check(record, archive)
-        except BadRequest as bad:
-            raise _refused("ARCHIVE_INVALID", f"{part.name} line {count}: {bad.message}") from bad
+        _checked(line, archive, part, count)
     if digest.hexdigest() != part.sha256:
         raise _refused("ARCHIVE_TAMPERED", f"{part.name} does not hash to its manifest entry")
     if count != part.count:
         raise _refused("ARCHIVE_TAMPERED", f"{part.name} holds {count} records, not {part.count}")
+
+
+def _checked(line: bytes, archive: Archive, part: Part, number: int) -> Json:
+    """One line's record, checked as its kind's records must be."""
+    record = _object(line, f"{part.name} line {number}")
+    try:
+        archive.checks[part.kind](record, archive)
+    except BadRequest as bad:
+        raise _refused("ARCHIVE_INVALID", f"{part.name} line {number}: {bad.message}") from bad
+    return record
 
 
 def _lines(path: Path, part: Part) -> Iterator[bytes]:

@@ -167,7 +167,7 @@ class Importer:
 
     def _finish(self, ledger: Ledger, actor: str) -> Ledger:
         state = replace(ledger.state, status=DONE, completed_at=self._ledgers.now())
-        done = self._ledgers.save(state.tenant_id, state.user_id, state, ledger.etag)
+        done = self.save(ledger, state)
         self._log("import_completed", done.state, actor, conflicts=len(state.conflicts))
         return done
 
@@ -246,7 +246,14 @@ class Importer:
         return True
 
     def save(self, ledger: Ledger, state: ImportState) -> Ledger:
-        return self._ledgers.save(state.tenant_id, state.user_id, state, ledger.etag)
+        """Another run of the same import saving first stops this one (what it wrote
+        is written; the ledger is the other run's to finish, or a rerun's)."""
+        try:
+            return self._ledgers.save(state.tenant_id, state.user_id, state, ledger.etag)
+        except PreconditionFailed as exc:
+            raise Conflict(
+                "Another run of this import saved its ledger first.", code="IMPORT_BUSY"
+            ) from exc
 
 
 class _Run:
