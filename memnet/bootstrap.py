@@ -446,6 +446,7 @@ def importer(services: Services, clock: Clock | None = None) -> Importer:
         audit=services.audit,
         events=services.events,
         holds=services.holds,
+        snapshots=services.snapshots,
         tombstones=Tombstones(services.blobs, clock, settings.forget_quiet_seconds),
         clock=clock,
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memnet.bootstrap import Services
-from memnet.domain.layout import DocumentRef, governance_prefix, user_prefix
+from memnet.domain.layout import DocumentRef, SnapshotRef, governance_prefix, user_prefix
 from memnet.services.records import dump
 
 PART_SIZE = 10_000
@@ -44,7 +44,7 @@ def write_archive(
         "created_at": "2026-11-29T10:00:00.000Z",
         "requested_by": "tests",
         "complete": True,
-        "omitted": [{"kind": "snapshots", "reason": "test archives hold none"}],
+        "omitted": [],
         "parts": parts,
         **manifest,
     }
@@ -59,6 +59,7 @@ def kinds(services: Services, tenant_id: str, user_id: str) -> Iterator[tuple[st
     yield "replays", stored(services, user_prefix(tenant_id, user_id) + "replays/")
     yield "receipts", receipts(services, tenant_id, user_id)
     yield "holds", holds(services, tenant_id, user_id)
+    yield "snapshots", snapshots(services, tenant_id, user_id)
 
 
 def document_refs(services: Services, tenant_id: str, user_id: str) -> Iterator[DocumentRef]:
@@ -96,11 +97,21 @@ def receipts(services: Services, tenant_id: str, user_id: str) -> Iterator[Any]:
                 yield receipt
 
 
+def snapshots(services: Services, tenant_id: str, user_id: str) -> Iterator[Any]:
+    for name in services.blobs.list_names(user_prefix(tenant_id, user_id) + "snapshots/"):
+        ref = SnapshotRef.of_blob(name)
+        if ref is not None:
+            ids = {"conversation_id": ref.conversation_id, "snapshot_id": ref.snapshot_id}
+            yield {"snapshot": ids, "content": services.snapshots.open(ref).as_json()}
+
+
 def holds(services: Services, tenant_id: str, user_id: str) -> Iterator[Any]:
     policy = services.holds.policy(tenant_id)
-    for scope, hold in (("tenant", policy.tenant), ("user", policy.of(user_id))):
-        if hold is not None:
-            yield {"scope": scope, "hold": hold.as_json()}
+    if policy.tenant is not None:
+        yield {"scope": "tenant", "hold": policy.tenant.as_json()}
+    held = policy.of(user_id)
+    if held is not None:
+        yield {"scope": "user", "user_id": user_id, "hold": held.as_json()}
 
 
 def write_parts(directory: Path, kind: str, records: Iterable[Any], size: int) -> list[Any]:

@@ -111,3 +111,7 @@ def replays(services: Services, tenant: str = "t1", user: str = "u1") -> list[An
 
 def receipts(services: Services, tenant: str = "t1", user: str = "u1") -> list[Any]:
     return without_owner(archives.receipts(services, tenant, user))
+
+
+def snapshots(services: Services, tenant: str = "t1", user: str = "u1") -> list[Any]:
+    return list(archives.snapshots(services, tenant, user))

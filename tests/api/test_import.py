@@ -27,6 +27,7 @@ from tests.api.importing import (
     run,
     searches,
     seeded,
+    snapshots,
 )
 from tests.api.test_documents import PREF, create, patch
 from tests.clients import DirectClient
@@ -56,6 +57,7 @@ def test_round_trip_embedded_azurite_embedded_keeps_documents_folds_and_searches
     assert len(searches(back)["pizza"]) == 3
     assert replays(source) == replays(back) and len(replays(back)) == 1
     assert receipts(source) == receipts(back) and len(receipts(back)) == 1
+    assert snapshots(source) == snapshots(azure) == snapshots(back) and len(snapshots(back)) == 1
     assert back.holds.policy("t1").of("u1") == source.holds.policy("t1").of("u1")
     ref = next(archives.document_refs(back, "t1", "u1"))
     assert back.blobs.read(ref.blob_name).etag != source.blobs.read(ref.blob_name).etag
@@ -105,7 +107,14 @@ class Crashing:
 
 @pytest.mark.parametrize(
     ("where", "n"),
-    [("/audit/", 3), ("/documents/", 2), ("/events/", 7), ("/replays/", 1), ("/imports/", 3)],
+    [
+        ("/audit/", 3),
+        ("/documents/", 2),
+        ("/events/", 7),
+        ("/replays/", 1),
+        ("/snapshots/", 1),
+        ("/imports/", 3),
+    ],
 )
 def test_a_crashed_import_resumes_and_ends_as_a_clean_one(source, request, tmp_path, where, n):
     archive = archive_of(source, tmp_path / "a")
@@ -119,6 +128,7 @@ def test_a_crashed_import_resumes_and_ends_as_a_clean_one(source, request, tmp_p
     assert report.status == "imported"
     assert documents(target) == documents(clean) and folds(target) == folds(clean)
     assert searches(target) == searches(clean) and replays(target) == replays(clean)
+    assert snapshots(target) == snapshots(clean)
 
 
 def test_a_second_run_of_a_finished_import_writes_nothing_and_says_so(source, request, tmp_path):

@@ -19,6 +19,7 @@ from memnet.domain.envelope import Json
 from memnet.domain.errors import BadRequest
 from memnet.domain.event_model import parse_stored
 from memnet.domain.identifiers import check_document_path, check_identifier
+from memnet.domain.transcript import parse_transcript
 from memnet.services.governance.holds import HOLD_KINDS, Hold
 from memnet.services.replay.records import ReplayRecord
 from memnet.services.transfer.archive import Archive, Check
@@ -68,14 +69,24 @@ def _receipts(record: Json, archive: Archive) -> None:
 def _holds(record: Json, archive: Archive) -> None:
     if record.get("scope") not in HOLD_SCOPES or not isinstance(record.get("hold"), dict):
         raise _bad('a holds record is {"scope": "tenant" or "user", "hold": {...}}')
+    if record["scope"] == "user" and record.get("user_id", archive.user_id) != archive.user_id:
+        raise BadRequest("a hold names another user", code="RECORD_OUT_OF_SCOPE")
     hold = _parsed(Hold.from_json, record["hold"])
     if not set(hold.kinds) <= set(HOLD_KINDS):
         raise _bad(f"a hold keeps kinds of {list(HOLD_KINDS)} only")
 
 
+def _snapshots(record: Json, archive: Archive) -> None:
+    ids, content = record.get("snapshot"), record.get("content")
+    if not isinstance(ids, dict) or not isinstance(content, dict):
+        raise _bad("a snapshots record holds a snapshot's ids and its content")
+    check_identifier("conversation_id", _text(ids.get("conversation_id")))
+    check_identifier("snapshot_id", _text(ids.get("snapshot_id")))
+    parse_transcript(content)
+
+
 def _kept(record: Json, archive: Archive) -> None:
-    """Proposals and snapshots: verified with their part, not written (see
-    :data:`NOT_WRITTEN`)."""
+    """Proposals: verified with their part, not written (see :data:`NOT_WRITTEN`)."""
 
 
 CHECKS: dict[str, Check] = {
@@ -86,12 +97,10 @@ CHECKS: dict[str, Check] = {
     "receipts": _receipts,
     "holds": _holds,
     "proposals": _kept,
-    "snapshots": _kept,
+    "snapshots": _snapshots,
 }
 NOT_WRITTEN = {
     "proposals": "a proposal and its decision are held by its document and audit records",
-    "snapshots": "snapshots are not imported (sealed with the source's keys; its replay "
-    "records and events are)",
 }
 
 

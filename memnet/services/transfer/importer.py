@@ -37,12 +37,13 @@ from memnet.services.events.service import EventService
 from memnet.services.forget.tombstones import Tombstones
 from memnet.services.governance.holds import Hold, LegalHolds
 from memnet.services.records import JsonRecords, dump
+from memnet.services.replay.snapshots import SnapshotService
 from memnet.services.search.index import JOB_BATCH
 from memnet.services.transfer.archive import Archive, Part, open_archive
 from memnet.services.transfer.archive_records import CHECKS, NOT_WRITTEN, relocated
 from memnet.services.transfer.import_ledger import DONE, ImportLedgers, ImportState, Ledger
 
-ORDER = ("audit", "documents", "events", "replays", "receipts", "holds")
+ORDER = ("audit", "documents", "events", "replays", "snapshots", "receipts", "holds")
 MAX_CHAIN_WALK = 10_000  # changes a live write may have added to an imported document
 Progress = Callable[[int, str], None]
 
@@ -95,10 +96,12 @@ class Importer:
         audit: AuditLog,
         events: EventService,
         holds: LegalHolds,
+        snapshots: SnapshotService,
         tombstones: Tombstones,
         clock: Clock,
     ) -> None:
         self._blobs, self._audit, self._events, self._holds = blobs, audit, events, holds
+        self._snapshots = snapshots
         self._tombstones = tombstones
         self._ledgers = ImportLedgers(JsonRecords(blobs), clock)
 
@@ -226,6 +229,15 @@ class Importer:
             return None
         return {"kind": "replays", "replay_id": record["replay_id"]}
 
+    def snapshot(self, tenant_id: str, user_id: str, record: Json) -> Json | None:
+        ids = record["snapshot"]
+        ref = SnapshotRef(tenant_id, user_id, ids["conversation_id"], ids["snapshot_id"])
+        try:
+            self._snapshots.restore(ref, record["content"])
+        except Conflict:
+            return {"kind": "snapshots", **ids}
+        return None
+
     def receipt(self, record: Json) -> Json | None:
         if self._created(receipt_name(record["tenant_id"], record["receipt_id"]), dump(record)):
             return None
@@ -297,6 +309,9 @@ class _Run:
             for record in batch:
                 importer.hold(self._tenant_id, self._user_id, record, self._actor)
             return []
+        if kind == "snapshots":
+            found = (importer.snapshot(self._tenant_id, self._user_id, r) for r in batch)
+            return [c for c in found if c is not None]
         write = {
             "audit": importer.audit,
             "documents": importer.document,
