@@ -6,7 +6,9 @@ Exit codes: ``0`` imported (or already imported: a rerun writes nothing and says
 (listed under ``conflicts``; those records were not written); ``2`` a usage error;
 ``3`` refused, nothing written (the archive does not verify, is incomplete or of an
 unknown format, is not mapped to the target, the user already holds memory, or another
-import into the user is unfinished); the summary is then ``{"error": {code, message}}``.
+import into the user is unfinished); the summary is then ``{"error": {code, message}}``;
+``4`` storage failed partway (``STORAGE_ERROR``): what was written stays, and a rerun
+resumes.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Any
 from memnet.cli.governance import DEFAULT_ACTOR, Progress
 from memnet.cli.loading import add_settings_options, load
 from memnet.domain.errors import MemnetError
+from memnet.ports import StorageError
 
-REFUSED = 3
+REFUSED, STOPPED = 3, 4
 
 
 def add_commands(commands: Any) -> None:
@@ -53,6 +56,9 @@ def _run(args: argparse.Namespace) -> int:
     except MemnetError as error:
         _print({"error": {"code": error.code, "message": error.message, **error.details}})
         return REFUSED
+    except StorageError as error:
+        _print({"error": {"code": "STORAGE_ERROR", "message": str(error)}})
+        return STOPPED
     _print(report.as_json())
     return 1 if report.state.conflicts else 0
 

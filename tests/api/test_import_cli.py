@@ -26,6 +26,12 @@ def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 
 @pytest.fixture(params=["local", "azurite"])
 def target_env(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    return configure(request, request.param, tmp_path, monkeypatch)
+
+
+def configure(
+    request: pytest.FixtureRequest, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
     """The target deployment, configured as an operator would: by environment settings."""
     settings = {
         "MEMNET_DATA_DIR": str(tmp_path / "target"),
@@ -33,7 +39,7 @@ def target_env(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pyte
         "MEMNET_CALLERS_FILE": str(REPO / "callers.dev.json"),
         "MEMNET_LOCAL_FSYNC": "false",
     }
-    if request.param == "azurite":
+    if backend == "azurite":
         server = request.getfixturevalue("azurite_queue")
         empty_index_queues(server.queue_connection_string)
         settings |= {
@@ -90,3 +96,28 @@ def test_a_refused_import_exits_3_with_the_error(source, target_env, tmp_path, c
 def test_a_malformed_mapping_is_a_usage_error(tmp_path, capsys):
     said = memnet(capsys, "import", str(tmp_path), "--to", "t1", code=2)
     assert "expected two identifiers joined by '/'" in said
+
+
+def test_a_storage_failure_partway_exits_4_and_a_rerun_resumes(
+    source, request, tmp_path, capsys, monkeypatch
+):
+    configure(request, "local", tmp_path, monkeypatch)
+    from memnet.adapters.local.blobstore import FileBlobStore
+    from memnet.ports import StorageUnavailable
+
+    archive = archives.write_archive(source, "t1", "u1", tmp_path / "archive")
+    original, seen = FileBlobStore.write, []
+
+    def failing(self: Any, name: str, data: bytes, condition: Any) -> str:
+        if "/events/" in name:
+            seen.append(name)
+            if len(seen) == 3:
+                raise StorageUnavailable("the disk went away")
+        return str(original(self, name, data, condition))
+
+    monkeypatch.setattr(FileBlobStore, "write", failing)
+    stopped = memnet(capsys, "import", str(archive), code=4)
+    assert stopped["error"]["code"] == "STORAGE_ERROR"
+    summary = memnet(capsys, "import", str(archive), code=0)
+    assert summary["status"] == "imported" and summary["resumed"] is True
+    assert searches(target()) == searches(source)
