@@ -7,8 +7,8 @@ Exit codes: ``0`` imported (or already imported: a rerun writes nothing and says
 ``3`` refused, nothing written (the archive does not verify, is incomplete or of an
 unknown format, is not mapped to the target, the user already holds memory, or another
 import into the user is unfinished); the summary is then ``{"error": {code, message}}``;
-``4`` storage failed partway (``STORAGE_ERROR``): what was written stays, and a rerun
-resumes.
+``4`` storage could not be reached or failed partway (``STORAGE_ERROR``): what was
+written stays, and a rerun resumes.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
-    importer = bootstrap.importer(load(args))
     try:
+        importer = bootstrap.importer(load(args))
         with Progress("import", "records") as progress:
             report = importer.run(Path(args.archive), mapping, args.actor, progress.show)
     except MemnetError as error:
