@@ -12,6 +12,7 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
+from memnet.domain.audit_records import change_time
 from memnet.domain.layout import governance_prefix, import_ledger_name, user_prefix
 from memnet.ports import Condition
 from memnet.services.transfer.importer import Mapping
@@ -81,6 +82,7 @@ def test_a_mapped_import_rewrites_tenant_and_user(source, request, tmp_path):
     assert documents(target, "t9", "u7") == documents(source)
     assert folds(target, "t9", "u7") == folds(source)
     assert searches(target, "t9", "u7") == searches(source)
+    assert snapshots(target, "t9", "u7") == snapshots(source)
     assert not list(target.blobs.list_names(user_prefix("t1", "u1")))
 
 
@@ -302,3 +304,40 @@ def test_a_part_changed_after_verification_stops_at_the_changed_record(source, r
     assert getattr(raised.value, "code", None) == "ARCHIVE_INVALID"
     assert not list(target.blobs.list_names(user_prefix("t1", "u2")))
     assert not list(target.blobs.list_names(user_prefix("t1", "u1") + "events/"))
+
+
+def test_another_archives_unfinished_import_is_busy(source, request, tmp_path):
+    first = archive_of(source, tmp_path / "a")
+    other = archives.write_archive(source, "t1", "u1", tmp_path / "b", export_id="exp_other")
+    target = build(request, "local", tmp_path / "t")
+    with pytest.raises(SystemExit):
+        run(bootstrap.build(target.settings, blobs=Crashing(target.blobs, "/events/", 1)), first)
+    with pytest.raises(Exception) as raised:
+        run(target, other)
+    assert getattr(raised.value, "code", None) == "IMPORT_BUSY"
+    assert run(target, first).status == "imported"
+
+
+def test_a_history_the_sources_retention_cut_short_ends_at_the_targets_horizon(
+    source, request, tmp_path
+):
+    ref = next(r for r in archives.document_refs(source, "t1", "u1") if r.path.startswith("user"))
+    head = json.loads(source.blobs.read(ref.blob_name).data)["change_id"]
+    oldest = list(source.audit.chain(ref, head))[-2:]  # retention removed the two oldest
+    source.audit.raise_horizon("t1", "u1", change_time(oldest[0].change_id))
+    for record in oldest:
+        source.blobs.delete(ref.audit_name(record.change_id))
+    target = build(request, "local", tmp_path / "t")
+    run(target, archive_of(source, tmp_path / "a"))
+    chains = list(archives.audit(target, "t1", "u1"))  # a broken chain would raise
+    assert chains == list(archives.audit(source, "t1", "u1"))  # ends where the source's did
+    assert target.audit.horizon("t1", "u1") == change_time(oldest[0].change_id)
+
+
+def test_an_imported_hold_joins_the_hold_the_target_user_has(source, request, tmp_path):
+    target = build(request, "local", tmp_path / "t")
+    held = target.holds.set("t1", "u1", {"reason": "audit", "kinds": ["snapshots"]}, "counsel")
+    run(target, archive_of(source, tmp_path / "a"))
+    now = target.holds.policy("t1").of("u1")
+    assert now is not None and (now.hold_id, now.reason) == (held.hold_id, "audit")
+    assert now.kinds == ("snapshots", "events")
