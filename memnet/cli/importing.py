@@ -52,7 +52,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         importer = bootstrap.importer(load(args))
         with Progress("import", "records") as progress:
-            report = importer.run(Path(args.archive), mapping, args.actor, progress.show)
+
+            def show(done: int, part: str, written: int) -> None:
+                progress.show(done, f"{part}: {written} written", step=part)
+
+            report = importer.run(Path(args.archive), mapping, args.actor, show)
     except MemnetError as error:
         _print({"error": {"code": error.code, "message": error.message, **error.details}})
         return REFUSED

@@ -296,7 +296,7 @@ def test_a_part_changed_after_verification_stops_at_the_changed_record(source, r
     part = archive / "events-000001.jsonl"
     swapped = part.read_bytes().replace(b'"user_id":"u1"', b'"user_id":"u2"')
 
-    def swap(done: int, doing: str) -> None:  # while the audit part is written
+    def swap(done: int, name: str, written: int) -> None:  # while the audit part is written
         part.write_bytes(swapped)
 
     with pytest.raises(Exception) as raised:

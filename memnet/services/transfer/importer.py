@@ -45,7 +45,7 @@ from memnet.services.transfer.import_ledger import DONE, ImportLedgers, ImportSt
 
 ORDER = ("audit", "documents", "events", "replays", "snapshots", "receipts", "holds")
 MAX_CHAIN_WALK = 10_000  # changes a live write may have added to an imported document
-Progress = Callable[[int, str], None]
+Progress = Callable[[int, str, int], None]  # records done, the part, written in the part
 
 
 @dataclass(frozen=True)
@@ -293,7 +293,7 @@ class _Run:
             conflicts += found
             written += len(batch) - len(found)
             self._done += len(batch)
-            self._progress(self._done, f"{part.name}: {written} written")
+            self._progress(self._done, part.name, written)
         state = ledger.state.part_done(part.name, written, conflicts, part.kind)
         return self._importer.save(ledger, state)
 
@@ -357,5 +357,5 @@ def _described(archive: Archive) -> Json:
     }
 
 
-def _quiet(done: int, doing: str) -> None:
+def _quiet(done: int, part: str, written: int) -> None:
     """No progress shown."""
