@@ -86,8 +86,8 @@ class ImportLedgers:
         )
 
     def save(self, tenant_id: str, user_id: str, state: ImportState, etag: str | None) -> Ledger:
-        """Under ``etag`` (None: create-only); :class:`PreconditionFailed` when another
-        import saved first."""
+        """Under ``etag`` (None: create-only);
+        :class:`~memnet.ports.PreconditionFailed` when another import saved first."""
         name = import_ledger_name(tenant_id, user_id)
         state = replace(state, updated_at=self.now())
         return Ledger(name, state, self._records.save(name, state.as_json(), etag))
