@@ -3,10 +3,11 @@ docs/decisions.md "Importing an archive").
 
 The archive is verified whole before anything is written (:mod:`.archive`). Then its
 records are written kind by kind (audit records before the documents that name them,
-as the write path does), every write create-only: a record already there with the
-same bytes is the same write, so a rerun after a crash repeats the unfinished part
-and skips the parts the ledger (:mod:`.import_ledger`) marks done. Kept: document ids,
-change ids, audit records, timestamps; new: the ETags (the target store's).
+as the write path does; :mod:`.import_writes`), every write create-only: a record
+already there with the same bytes is the same write, so a rerun after a crash repeats
+the unfinished part and skips the parts the ledger (:mod:`.import_ledger`) marks done.
+Kept: document ids, change ids, audit records, timestamps; new: the ETags (the target
+store's).
 
 A user who already holds memory is refused, unless it is this archive's own import
 resuming. A live write that lands during the import wins: a document (or event, replay
@@ -18,33 +19,30 @@ had already written is a later change of the imported document, not a conflict.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from memnet.domain.audit_records import AuditRecord, change_time
+from memnet.domain.audit_records import change_time
 from memnet.domain.envelope import Json
 from memnet.domain.errors import Conflict, Forbidden
 from memnet.domain.identifiers import check_identifier
-from memnet.domain.layout import DocumentRef, SnapshotRef, receipt_name, user_prefix
-from memnet.ports import BlobNotFound, BlobStore, Clock, Condition, PreconditionFailed
+from memnet.domain.layout import user_prefix
+from memnet.ports import BlobStore, Clock, PreconditionFailed
 from memnet.services.documents.audit import AuditLog
-from memnet.services.events.records import EventRecord
 from memnet.services.events.service import EventService
 from memnet.services.forget.tombstones import Tombstones
-from memnet.services.governance.holds import Hold, LegalHolds
-from memnet.services.records import JsonRecords, dump
+from memnet.services.governance.holds import LegalHolds
+from memnet.services.records import JsonRecords
 from memnet.services.replay.snapshots import SnapshotService
 from memnet.services.search.index import JOB_BATCH
 from memnet.services.transfer.archive import Archive, Part, open_archive
 from memnet.services.transfer.archive_records import CHECKS, NOT_WRITTEN, relocated
 from memnet.services.transfer.import_ledger import DONE, ImportLedgers, ImportState, Ledger
+from memnet.services.transfer.import_writes import RecordWrites
 
 ORDER = ("audit", "documents", "events", "replays", "snapshots", "receipts", "holds")
-MAX_CHAIN_WALK = 10_000  # changes a live write may have added to an imported document
 Progress = Callable[[int, str, int], None]  # records done, the part, written in the part
 
 
@@ -100,8 +98,8 @@ class Importer:
         tombstones: Tombstones,
         clock: Clock,
     ) -> None:
-        self._blobs, self._audit, self._events, self._holds = blobs, audit, events, holds
-        self._snapshots = snapshots
+        self._blobs, self._audit, self._holds = blobs, audit, holds
+        self.writes = RecordWrites(blobs, audit, events, holds, snapshots)
         self._tombstones = tombstones
         self._ledgers = ImportLedgers(JsonRecords(blobs), clock)
 
@@ -187,76 +185,6 @@ class Importer:
             **more,
         )
 
-    # -- one record of each kind, create-only; a conflict is returned, never raised --------
-
-    def audit(self, record: Json) -> Json | None:
-        audit = AuditRecord.from_json(record)
-        try:
-            self._audit.write(audit.ref, audit)
-        except PreconditionFailed:
-            return {"kind": "audit", "change_id": audit.change_id}
-        return None
-
-    def document(self, record: Json) -> Json | None:
-        ref = DocumentRef(**record["ref"])
-        head = record["document"]["change_id"]
-        if self._created(ref.blob_name, dump(record["document"])) or self._ours(ref, head):
-            return None
-        for written in _quietly(self._audit.chain(ref, head)):  # off every chain now
-            self._audit.discard(ref, written.change_id)
-        return {"kind": "documents", "namespace": ref.namespace, "path": ref.path}
-
-    def _ours(self, ref: DocumentRef, head: str) -> bool:
-        """Whether the document there is the imported one, changed since by live writes."""
-        try:
-            current = self._blobs.read(ref.blob_name)
-        except BlobNotFound:
-            return False
-        found = json.loads(current.data).get("change_id")
-        chain = _quietly(self._audit.chain(ref, found))
-        return any(r.change_id == head for _, r in zip(range(MAX_CHAIN_WALK), chain, strict=False))
-
-    def events(self, tenant_id: str, user_id: str, records: list[Json]) -> list[Json]:
-        events = [EventRecord.from_json(r) for r in records]
-        restored = self._events.restore(tenant_id, user_id, events)
-        return [{"kind": "events", "event_id": e} for e in restored.conflicts]
-
-    def replay(self, record: Json) -> Json | None:
-        ref = SnapshotRef(
-            record["tenant_id"], record["user_id"], record["conversation_id"], record["snapshot_id"]
-        )
-        if self._created(ref.replay_name, dump(record)):
-            return None
-        return {"kind": "replays", "replay_id": record["replay_id"]}
-
-    def snapshot(self, tenant_id: str, user_id: str, record: Json) -> Json | None:
-        ids = record["snapshot"]
-        ref = SnapshotRef(tenant_id, user_id, ids["conversation_id"], ids["snapshot_id"])
-        try:
-            self._snapshots.restore(ref, record["content"])
-        except Conflict:
-            return {"kind": "snapshots", **ids}
-        return None
-
-    def receipt(self, record: Json) -> Json | None:
-        if self._created(receipt_name(record["tenant_id"], record["receipt_id"]), dump(record)):
-            return None
-        return {"kind": "receipts", "receipt_id": record["receipt_id"]}
-
-    def hold(self, tenant_id: str, user_id: str, record: Json, actor: str) -> None:
-        self._holds.restore(tenant_id, user_id, Hold.from_json(record["hold"]), actor)
-
-    def _created(self, name: str, data: bytes) -> bool:
-        """Write create-only; True when written now or already there with these bytes."""
-        try:
-            self._blobs.write(name, data, Condition.create_only())
-        except PreconditionFailed:
-            try:
-                return self._blobs.read(name).data == data
-            except BlobNotFound:
-                return False
-        return True
-
     def save(self, ledger: Ledger, state: ImportState) -> Ledger:
         """Another run of the same import saving first stops this one (what it wrote
         is written; the ledger is the other run's to finish, or a rerun's)."""
@@ -289,7 +217,9 @@ class _Run:
         conflicts: list[Json] = []
         written = 0
         for batch in _batches(self._records(part), JOB_BATCH):
-            found = self._write(part.kind, batch)
+            found = self._importer.writes.write(
+                part.kind, batch, self._tenant_id, self._user_id, self._actor
+            )
             conflicts += found
             written += len(batch) - len(found)
             self._done += len(batch)
@@ -301,25 +231,6 @@ class _Run:
         for record in self._archive.records(part):
             yield relocated(part.kind, record, self._tenant_id, self._user_id)
 
-    def _write(self, kind: str, batch: list[Json]) -> list[Json]:
-        importer = self._importer
-        if kind == "events":
-            return importer.events(self._tenant_id, self._user_id, batch)
-        if kind == "holds":
-            for record in batch:
-                importer.hold(self._tenant_id, self._user_id, record, self._actor)
-            return []
-        if kind == "snapshots":
-            found = (importer.snapshot(self._tenant_id, self._user_id, r) for r in batch)
-            return [c for c in found if c is not None]
-        write = {
-            "audit": importer.audit,
-            "documents": importer.document,
-            "replays": importer.replay,
-            "receipts": importer.receipt,
-        }[kind]
-        return [c for c in map(write, batch) if c is not None]
-
 
 def _batches(records: Iterator[Json], size: int) -> Iterator[list[Json]]:
     batch: list[Json] = []
@@ -330,12 +241,6 @@ def _batches(records: Iterator[Json], size: int) -> Iterator[list[Json]]:
             batch = []
     if batch:
         yield batch
-
-
-def _quietly(chain: Iterator[AuditRecord]) -> Iterator[AuditRecord]:
-    """A chain read until it ends or breaks (a broken chain is no chain of ours)."""
-    with contextlib.suppress(LookupError):
-        yield from chain
 
 
 def _mapped(kind: str, pair: tuple[str, str] | None, named: str) -> str:
