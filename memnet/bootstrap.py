@@ -48,6 +48,7 @@ from memnet.services.proposals.review import ProposalReview
 from memnet.services.replay.records import ReplayRecords
 from memnet.services.replay.snapshots import SnapshotService
 from memnet.services.replay.worker import ReplayService
+from memnet.services.transfer.import_writes import RecordWrites
 from memnet.services.transfer.importer import Importer
 from memnet.settings import Settings
 from memnet.wiring import (
@@ -441,12 +442,8 @@ def importer(services: Services, clock: Clock | None = None) -> Importer:
     """The import of an export archive (issue 27) over built services: an operator's
     command, not a request's, so not a member of :class:`Services`."""
     settings, clock = services.settings, clock or SystemClock()
-    return Importer(
-        blobs=services.blobs,
-        audit=services.audit,
-        events=services.events,
-        holds=services.holds,
-        snapshots=services.snapshots,
-        tombstones=Tombstones(services.blobs, clock, settings.forget_quiet_seconds),
-        clock=clock,
+    writes = RecordWrites(
+        services.blobs, services.audit, services.events, services.holds, services.snapshots
     )
+    tombstones = Tombstones(services.blobs, clock, settings.forget_quiet_seconds)
+    return Importer(writes, tombstones, clock)

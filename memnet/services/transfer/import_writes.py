@@ -34,8 +34,8 @@ class RecordWrites:
         holds: LegalHolds,
         snapshots: SnapshotService,
     ) -> None:
-        self._blobs, self._audit, self._events, self._holds = blobs, audit, events, holds
-        self._snapshots = snapshots
+        self.blobs, self.audit_log, self.holds = blobs, audit, holds
+        self._events, self._snapshots = events, snapshots
 
     def write(
         self, kind: str, batch: list[Json], tenant_id: str, user_id: str, actor: str
@@ -62,7 +62,7 @@ class RecordWrites:
     def audit(self, record: Json) -> Json | None:
         audit = AuditRecord.from_json(record)
         try:
-            self._audit.write(audit.ref, audit)
+            self.audit_log.write(audit.ref, audit)
         except PreconditionFailed:
             return {"kind": "audit", "change_id": audit.change_id}
         return None
@@ -72,18 +72,18 @@ class RecordWrites:
         head = record["document"]["change_id"]
         if self._created(ref.blob_name, dump(record["document"])) or self._ours(ref, head):
             return None
-        for written in _quietly(self._audit.chain(ref, head)):  # off every chain now
-            self._audit.discard(ref, written.change_id)
+        for written in _quietly(self.audit_log.chain(ref, head)):  # off every chain now
+            self.audit_log.discard(ref, written.change_id)
         return {"kind": "documents", "namespace": ref.namespace, "path": ref.path}
 
     def _ours(self, ref: DocumentRef, head: str) -> bool:
         """Whether the document there is the imported one, changed since by live writes."""
         try:
-            current = self._blobs.read(ref.blob_name)
+            current = self.blobs.read(ref.blob_name)
         except BlobNotFound:
             return False
         found = json.loads(current.data).get("change_id")
-        chain = _quietly(self._audit.chain(ref, found))
+        chain = _quietly(self.audit_log.chain(ref, found))
         return any(r.change_id == head for _, r in zip(range(MAX_CHAIN_WALK), chain, strict=False))
 
     def events(self, tenant_id: str, user_id: str, records: list[Json]) -> list[Json]:
@@ -114,15 +114,15 @@ class RecordWrites:
         return {"kind": "receipts", "receipt_id": record["receipt_id"]}
 
     def hold(self, tenant_id: str, user_id: str, record: Json, actor: str) -> None:
-        self._holds.restore(tenant_id, user_id, Hold.from_json(record["hold"]), actor)
+        self.holds.restore(tenant_id, user_id, Hold.from_json(record["hold"]), actor)
 
     def _created(self, name: str, data: bytes) -> bool:
         """Write create-only; True when written now or already there with these bytes."""
         try:
-            self._blobs.write(name, data, Condition.create_only())
+            self.blobs.write(name, data, Condition.create_only())
         except PreconditionFailed:
             try:
-                return self._blobs.read(name).data == data
+                return self.blobs.read(name).data == data
             except BlobNotFound:
                 return False
         return True

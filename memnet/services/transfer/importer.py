@@ -29,13 +29,9 @@ from memnet.domain.envelope import Json
 from memnet.domain.errors import Conflict, Forbidden
 from memnet.domain.identifiers import check_identifier
 from memnet.domain.layout import user_prefix
-from memnet.ports import BlobStore, Clock, PreconditionFailed
-from memnet.services.documents.audit import AuditLog
-from memnet.services.events.service import EventService
+from memnet.ports import Clock, PreconditionFailed
 from memnet.services.forget.tombstones import Tombstones
-from memnet.services.governance.holds import LegalHolds
 from memnet.services.records import JsonRecords
-from memnet.services.replay.snapshots import SnapshotService
 from memnet.services.search.index import JOB_BATCH
 from memnet.services.transfer.archive import Archive, Part, open_archive
 from memnet.services.transfer.archive_records import CHECKS, NOT_WRITTEN, relocated
@@ -87,21 +83,12 @@ class ImportReport:
 
 
 class Importer:
-    def __init__(
-        self,
-        *,
-        blobs: BlobStore,
-        audit: AuditLog,
-        events: EventService,
-        holds: LegalHolds,
-        snapshots: SnapshotService,
-        tombstones: Tombstones,
-        clock: Clock,
-    ) -> None:
-        self._blobs, self._audit, self._holds = blobs, audit, holds
-        self.writes = RecordWrites(blobs, audit, events, holds, snapshots)
-        self._tombstones = tombstones
-        self._ledgers = ImportLedgers(JsonRecords(blobs), clock)
+    def __init__(self, writes: RecordWrites, tombstones: Tombstones, clock: Clock) -> None:
+        """``writes``: the record writes over the target's stores, which the import's
+        own reads and records (ledger, horizon, governance log) use too."""
+        self.writes, self._tombstones = writes, tombstones
+        self._blobs, self._audit, self._holds = writes.blobs, writes.audit_log, writes.holds
+        self._ledgers = ImportLedgers(JsonRecords(self._blobs), clock)
 
     def run(
         self, directory: Path, mapping: Mapping, actor: str, progress: Progress | None = None
