@@ -97,7 +97,8 @@ def open_archive(directory: Path, checks: dict[str, Check]) -> Archive:
     verify. ``checks`` holds the record check of each kind (:mod:`.archive_records`)."""
     if not (directory / MANIFEST).is_file():
         raise _refused("ARCHIVE_INVALID", f"{directory} holds no {MANIFEST}")
-    raw = (directory / MANIFEST).read_bytes()[: MAX_MANIFEST_BYTES + 1]
+    with (directory / MANIFEST).open("rb") as file:
+        raw = file.read(MAX_MANIFEST_BYTES + 1)  # a larger one is refused, never read whole
     if len(raw) > MAX_MANIFEST_BYTES:
         raise _refused("ARCHIVE_INVALID", f"{MANIFEST} is larger than {MAX_MANIFEST_BYTES} bytes")
     manifest = _manifest(raw)
