@@ -116,11 +116,11 @@ class Importer:
         """This archive's ledger for the user: found (a resumption, or a finished import
         whose user still holds memory), or new on a user without memory."""
         found = self._ledgers.load(tenant_id, user_id)
+        running = found is not None and found.state.status != DONE
         ours = found is not None and found.state.manifest_sha256 == archive.manifest_sha256
-        if found is not None and ours and (found.state.status != DONE or self._holds_memory(
-                tenant_id, user_id)):  # fmt: skip
+        if found is not None and ours and (running or self._holds_memory(tenant_id, user_id)):
             return found
-        if found is not None and not ours and found.state.status != DONE:
+        if found is not None and running:
             raise Conflict(
                 "Another archive's import into this user is not finished.",
                 code="IMPORT_BUSY",
@@ -154,10 +154,11 @@ class Importer:
             self._audit.raise_horizon(tenant_id, user_id, moment)
 
     def _finish(self, ledger: Ledger, actor: str) -> Ledger:
+        """Logged before the ledger says done: a crash between the two logs it again
+        on the rerun rather than never."""
         state = replace(ledger.state, status=DONE, completed_at=self._ledgers.now())
-        done = self.save(ledger, state)
-        self._log("import_completed", done.state, actor, conflicts=len(state.conflicts))
-        return done
+        self._log("import_completed", state, actor, conflicts=len(state.conflicts))
+        return self.save(ledger, state)
 
     def _log(self, action: str, state: ImportState, actor: str, **more: Any) -> None:
         self._holds.log(
