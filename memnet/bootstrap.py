@@ -49,6 +49,8 @@ from memnet.services.proposals.review import ProposalReview
 from memnet.services.replay.records import ReplayRecords
 from memnet.services.replay.snapshots import SnapshotService
 from memnet.services.replay.worker import ReplayService
+from memnet.services.transfer.import_writes import RecordWrites
+from memnet.services.transfer.importer import Importer
 from memnet.settings import Settings
 from memnet.wiring import (
     blob_store,
@@ -437,3 +439,14 @@ def install(replacement: Services | None) -> None:
     global _services, _failed_at, _failure
     with _lock:
         _services, _failed_at, _failure = replacement, None, None
+
+
+def importer(services: Services, clock: Clock | None = None) -> Importer:
+    """The import of an export archive (issue 27) over built services: an operator's
+    command, not a request's, so not a member of :class:`Services`."""
+    settings, clock = services.settings, clock or SystemClock()
+    writes = RecordWrites(
+        services.blobs, services.audit, services.events, services.holds, services.snapshots
+    )
+    tombstones = Tombstones(services.blobs, clock, settings.forget_quiet_seconds)
+    return Importer(writes, tombstones, clock)

@@ -9,6 +9,7 @@ puts in ``.venv/bin``), or ``python -m memnet COMMAND ...``, the same.
 ``sweep``, ``compact``,     the governance jobs, each with ``--dry-run``
 ``forget``, ``hold``        (:mod:`memnet.cli.governance`)
 ``migrate``                 documents at an older schema version (:mod:`memnet.cli.migrate`)
+``import``                  import an export archive (:mod:`memnet.cli.importing`)
 
 Every command but ``hash-key`` reads ``--settings`` (``local.settings.json``; the
 environment wins) and ``--data-dir``. An entry point like ``function_app.py``: it wires
@@ -22,12 +23,13 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from memnet.cli import governance, migrate, replay, search, serve
+from memnet.cli import governance, importing, migrate, replay, search, serve
 from memnet.domain.errors import ConfigError
 
 DESCRIPTION = (
     "mem.net's commands: serve the Functions app locally, look after the search index, "
-    "replay a snapshot, and run the governance jobs (each with --dry-run). "
+    "replay a snapshot, run the governance jobs (each with --dry-run), and import an "
+    "export archive. "
     "`memnet COMMAND --help` describes one."
 )
 
@@ -48,6 +50,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memnet", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (serve, search, replay, governance, migrate):
+    for module in (serve, search, replay, governance, migrate, importing):
         module.add_commands(commands)
     return parser

@@ -81,6 +81,13 @@ def governance_log_name(tenant_id: str, entry_id: str) -> str:
     return f"{governance_prefix(tenant_id)}log/{entry_id}.json"
 
 
+def import_ledger_name(tenant_id: str, user_id: str) -> str:
+    """An import's ledger (issue 27): which archive is imported into the user and which
+    of its parts are done; outside the user's prefix, so that it says whether the
+    user's memory is the import's own (a resumption) or someone else's."""
+    return f"{governance_prefix(tenant_id)}imports/{user_id}.json"
+
+
 def sweep_state_name(job: str) -> str:
     """A container-wide job's persisted cursor and lease (retention sweep, compaction scan)."""
     return f"_governance/jobs/{job}.json"

@@ -25,6 +25,7 @@ COMMANDS = (
     "forget",
     "hold",
     "migrate",
+    "import",
 )
 
 

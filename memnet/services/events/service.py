@@ -199,6 +199,26 @@ class EventService:
         self._jobs.enqueue("index", tenant_id, user_id, [event_id])
         return False
 
+    def restore(self, tenant_id: str, user_id: str, records: list[EventRecord]) -> Restored:
+        """Store one user's events recorded elsewhere as they were (an import, issue 27:
+        ids, timestamps and ``recorded_by`` kept), create-only, then index them by the
+        index worker's own path (without promotion). An event already stored identically
+        is the same write; one stored with other content is left as it is and returned
+        in ``conflicts`` (a live write took the id first)."""
+        stored: list[str] = []
+        conflicts: list[str] = []
+        for record in records:
+            if (record.tenant_id, record.user_id) != (tenant_id, user_id):
+                raise ValueError(f"event {record.event_id} is not {tenant_id}/{user_id}'s")
+            try:
+                self._store(record)
+            except Conflict:
+                conflicts.append(record.event_id)
+            else:
+                stored.append(record.event_id)
+        report = self._jobs.index_events(tenant_id, user_id, stored, promote=False)
+        return Restored(len(stored), tuple(conflicts), report)
+
     # -- search ---------------------------------------------------------------------
 
     def search(
@@ -281,6 +301,15 @@ class EventService:
 
     def drain(self) -> IndexReport:
         return self._jobs.drain()
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What :meth:`EventService.restore` stored, refused and indexed."""
+
+    stored: int
+    conflicts: tuple[str, ...]
+    index: IndexReport
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,27 @@ class LegalHolds:
         self.log(tenant_id, "hold_cleared", actor, user_id=user_id, hold=cleared[0].as_json())
         return cleared[0]
 
+    def restore(self, tenant_id: str, user_id: str, hold: Hold, actor: str) -> bool:
+        """Keep an imported user's data held as the source held it (issue 27). The hold
+        becomes the user's own: a source tenant's hold is not the target tenant's to
+        impose on its other users. A user already held keeps its hold's id and reason
+        and holds the kinds of both. Logged as ``hold_restored``; False when the user's
+        hold already covered it (nothing written)."""
+        merged: list[Hold] = []
+
+        def change(found: Json | None) -> Json | None:
+            policy = HoldPolicy.from_json(found)
+            current = policy.of(user_id)
+            kinds = set(hold.kinds) | set(current.kinds if current else ())
+            new = hold if current is None else replace(current, kinds=_ordered(kinds))
+            merged[:] = [] if new == current else [new]
+            return policy.with_hold(user_id, new).as_json() if merged else None
+
+        self._records.update(tenant_policy_name(tenant_id), change)
+        if merged:
+            self.log(tenant_id, "hold_restored", actor, user_id=user_id, hold=merged[0].as_json())
+        return bool(merged)
+
     def log(self, tenant_id: str, action: str, actor: str, **details: Any) -> str:
         """Append one entry to the tenant's governance log (create-only, time-sortable
         id); return its id."""
@@ -172,3 +193,7 @@ class LegalHolds:
     def _update(self, tenant_id: str, change: Callable[[HoldPolicy], HoldPolicy]) -> None:
         name = tenant_policy_name(tenant_id)
         self._records.update(name, lambda found: change(HoldPolicy.from_json(found)).as_json())
+
+
+def _ordered(kinds: set[str]) -> tuple[str, ...]:
+    return tuple(k for k in HOLD_KINDS if k in kinds)

@@ -85,6 +85,14 @@ class SnapshotService:
         self.check_clearance(caller, record)  # an upload of an existing snapshot shows it
         return created, record
 
+    def restore(self, ref: SnapshotRef, content: Any) -> None:
+        """Seal a transcript read from another deployment (an import, issue 27) with this
+        deployment's key, create-only (already there as it is: the same write); 409
+        ``SNAPSHOT_EXISTS`` when another transcript holds the id. Its replay is not
+        started: the import brings the replay record (a blob trigger that sees the
+        blob finds that record and starts nothing)."""
+        self._store(ref, parse_transcript(content))
+
     def _store(self, ref: SnapshotRef, transcript: Transcript) -> bool:
         plaintext = _dump(transcript.as_json())
         try:

@@ -152,13 +152,17 @@ class IndexJobs:
             report.embedded = self._embed(tenant_id, user_id, self._entries(
                 tenant_id, user_id, ids, report.skipped))  # fmt: skip
             return report
-        report = self._index_events(tenant_id, user_id, ids)
+        report = self.index_events(tenant_id, user_id, ids)
         if report.indexed and "queued_at" in job:  # jobs queued before the field lack it
             telemetry.index_lagged(time.time() - float(job["queued_at"]))
         return report
 
-    def _index_events(self, tenant_id: str, user_id: str, ids: list[str]) -> IndexReport:
-        """Index the events whose blobs are valid; remove the entries of the others."""
+    def index_events(
+        self, tenant_id: str, user_id: str, ids: list[str], promote: bool = True
+    ) -> IndexReport:
+        """Index the events whose blobs are valid; remove the entries of the others.
+        ``promote``: run the after-indexing work (promotion); an import does not (the
+        documents it brings already hold what the source promoted)."""
         report = IndexReport(jobs=1)
         entries = self._entries(tenant_id, user_id, ids, report.skipped)
         report.skipped += self._upsert(entries)
@@ -171,7 +175,7 @@ class IndexJobs:
             self.enqueue("embed", tenant_id, user_id, sorted(done))
         for s in report.skipped:
             log.warning("event %s/%s/%s not indexable, skipped: %s", *astuple(s))
-        if done and self._after_index is not None:
+        if done and promote and self._after_index is not None:
             self._after_index(tenant_id, user_id)
         return report
 
