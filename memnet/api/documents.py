@@ -77,7 +77,9 @@ def change_id_query(
 ) -> str | None:
     """A query parameter naming a change by its id (or the word ``also``)."""
     value = request.query.get(name)
-    if (value is None and not required) or value == also:
+    if value is None and not required:
+        return None
+    if value is not None and value == also:
         return value
     if value is None or not CHANGE_ID.fullmatch(value):
         spelled = "a change id" + (f" or {also}" if also else "")
