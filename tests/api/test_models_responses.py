@@ -53,8 +53,9 @@ def _operation(method: str, path: str) -> dict[str, Any]:
     )
     assert found.route is not None, (method, path)
     template = "/" + found.route.route.replace("{*", "{")
-    if found.params.get("path", "").endswith(":history"):
-        template += ":history"
+    for suffix in (":history", ":diff"):
+        if found.params.get("path", "").endswith(suffix):
+            template += suffix
     if found.params.get("path") == "":  # a namespace's listing: the catch-all empty
         template = template.rpartition("{")[0]
     return OPERATIONS[(method, template)]
@@ -95,6 +96,10 @@ def _documents(agent: Checked) -> None:
     assert created.status == 201, created.data
     assert agent.request("GET", url).status == 200
     assert agent.request("GET", url + ":history?limit=5").status == 200
+    change_id = created.data["document"]["change_id"]
+    assert agent.request("GET", f"{url}?as_of={change_id}").status == 200
+    assert agent.request("GET", f"{url}:diff?from={change_id}").status == 200
+    assert agent.request("GET", f"{url}:diff?from=latest").status == 400
     content = agent.request("GET", url).data["document"]["content"]
     for etag, status in ((created.data["etag"], 200), ('"0x0"', 412)):
         headers = {"If-Match": etag, "Idempotency-Key": f"put-{status}"}

@@ -40,6 +40,24 @@ _QUERY: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "pattern": "^chg_[0-9a-f]{28}$"},
         "description": "The next_before of the previous page.",
     },
+    "as_of": {
+        "schema": {
+            "type": "string",
+            "anyOf": [{"pattern": "^chg_[0-9a-f]{28}$"}, {"format": "date-time"}],
+        },
+        "description": "A change id of this document, or an RFC 3339 instant (the newest "
+        "version committed by then): answers that version (DocumentVersion). 410 "
+        "HISTORY_TRUNCATED or HISTORY_FORGOTTEN for a version retention or a forget removed.",
+    },
+    "from": {
+        "required": True,
+        "schema": {"type": "string", "pattern": "^chg_[0-9a-f]{28}$"},
+        "description": "The change id of the version the ops start from.",
+    },
+    "to": {
+        "schema": {"type": "string", "pattern": "^(chg_[0-9a-f]{28}|latest)$", "default": "latest"},
+        "description": "The change id of the version the ops lead to, or latest.",
+    },
     "page_limit": {
         "name": "limit",
         "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 50},
@@ -91,6 +109,7 @@ STATUS_TEXT = {
     403: "The caller may not do this (TENANT_FORBIDDEN, ROLE_FORBIDDEN, ...).",
     404: "Not found (DOCUMENT_NOT_FOUND, PROFILE_NOT_FOUND, ...).",
     409: "Conflict (IDEMPOTENCY_KEY_REUSED, FORGET_IN_PROGRESS, ...).",
+    410: "Gone (HISTORY_TRUNCATED, HISTORY_FORGOTTEN): retention or a forget removed it.",
     412: "ETAG_MISMATCH: details.latest_etag.",
     413: "PAYLOAD_TOO_LARGE.",
     415: "UNSUPPORTED_MEDIA_TYPE: the body is not JSON in UTF-8.",
