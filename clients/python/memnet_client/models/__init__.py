@@ -13,8 +13,10 @@ from memnet_client.models.documents import (
     Change,
     Context,
     ContextDocument,
+    Diff,
     Document,
     History,
+    Version,
     WriteResult,
 )
 from memnet_client.models.events import Event, EventWrite, SearchHit, SearchResults
@@ -28,6 +30,8 @@ __all__ = [
     "WriteResult",
     "Change",
     "History",
+    "Version",
+    "Diff",
     "ListedDocument",
     "DocumentList",
     "ContextDocument",
