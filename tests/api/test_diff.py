@@ -1,5 +1,5 @@
-"""``GET {document}:diff?from=&to=`` (issue 27 item 2; docs/api.md "Diff of two
-versions"): the RFC 6902 operations over the content that turn one version into
+"""``GET {document}:diff?from=&to=`` (issue 27 item 2; docs/api.md "Versions and
+diffs"): the RFC 6902 operations over the content that turn one version into
 another, with paths as a PATCH writes them; the same 404/410 rules as ``as_of``
 (tests/api/test_versions_gone.py); read-only."""
 
