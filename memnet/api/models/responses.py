@@ -112,7 +112,6 @@ class DocumentDiff(Closed):
     """``GET {document}:diff``: the ops over ``content`` that turn version ``from`` into
     version ``to``, paths as a PATCH writes them (``/content/...``)."""
 
-    model_config = ConfigDict(populate_by_name=True)
     from_: str = Field(alias="from", pattern=CHANGE_ID_PATTERN)
     to: str = Field(pattern=CHANGE_ID_PATTERN)
     ops: list[PatchOp]
