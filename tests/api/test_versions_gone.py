@@ -67,9 +67,20 @@ def test_versions_past_the_audit_horizon_are_truncated_and_their_cache_dropped(
     diff = client.request("GET", f"{doc_url()}:diff?from={versions[3][0]}")
     gone(diff, "HISTORY_TRUNCATED")
     etag = client.request("GET", doc_url()).data["etag"]
-    late = patch(client, etag, [{"op": "add", "path": PREF, "value": {"text": "late"}}], "late")
-    assert late.status == 200, late.data
-    read_all(client, [(late.data["document"]["change_id"], late.data["document"])])
+    late = []  # two changes on a removed version before any read: the first, a patch of
+    for key in ("late-1", "late-2"):  # what retention removed, cannot be rebuilt
+        op = {"op": "add", "path": PREF, "value": {"text": key}}
+        reply = patch(client, etag, [op], key)
+        assert reply.status == 200, reply.data
+        etag = reply.data["etag"]
+        late.append((reply.data["document"]["change_id"], reply.data["document"]))
+    read_all(client, late[1:])  # the head reads (and anchors the index)
+    gone(as_of(client, late[0][0]), "HISTORY_TRUNCATED")
+    reply = patch(client, etag, [{"op": "remove", "path": "/content/preferences/0"}], "later")
+    later = (reply.data["document"]["change_id"], reply.data["document"])
+    read_all(client, [*late[1:], later])  # and every version after it
+    ops = client.request("GET", f"{doc_url()}:diff?from={late[1][0]}").data["ops"]
+    assert ops == [{"op": "remove", "path": "/content/preferences/0"}]
     gone(as_of(client, versions[-1][0]), "HISTORY_TRUNCATED")
     gone(as_of(client, "2000-01-01T00:00:00Z"), "HISTORY_TRUNCATED")  # an instant too
 
