@@ -19,6 +19,7 @@ from memnet.api import (
     health,
     openapi,
     proposals,
+    reverts,
     snapshots,
 )
 from memnet.api.endpoint import Endpoint, ServicesSource
@@ -85,6 +86,12 @@ def patch_document(req: func.HttpRequest) -> func.HttpResponse:
 @app.route(route=DOCUMENT_ROUTE, methods=["PUT"])
 def put_document(req: func.HttpRequest) -> func.HttpResponse:
     return _call(documents.put_document, req)
+
+
+@app.route(route=DOCUMENT_ROUTE, methods=["POST"])
+def post_document(req: func.HttpRequest) -> func.HttpResponse:
+    """``{document}:revert``: write an earlier version back, or undo one change."""
+    return _call(reverts.post_document, req)
 
 
 @app.route(route="v1/tenants/{tenant_id}/users/{user_id}/context:assemble", methods=["POST"])

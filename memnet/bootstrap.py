@@ -32,6 +32,7 @@ from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.expiry import DocumentExpiry, shortest_ttl
 from memnet.services.documents.idempotency import IdempotencyStore
 from memnet.services.documents.listing import DocumentListing
+from memnet.services.documents.revert import Reverts
 from memnet.services.documents.service import DocumentService
 from memnet.services.events.classes import EventClasses
 from memnet.services.events.promotion import Promotion
@@ -129,6 +130,7 @@ def _wire(
         quotas=quotas,
         listing=listing,
         proposals=ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock),
+        reverts=Reverts(documents, parts.audit, parts.registry, parts.tombstones),
     )
 
 

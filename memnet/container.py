@@ -11,6 +11,7 @@ from memnet.services.compaction.service import CompactionService
 from memnet.services.context.assembly import ContextService
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.listing import DocumentListing
+from memnet.services.documents.revert import Reverts
 from memnet.services.documents.service import DocumentService
 from memnet.services.events.service import EventService
 from memnet.services.forget.conversation import ForgetConversation
@@ -47,3 +48,4 @@ class Services:
     quotas: Quotas
     listing: DocumentListing
     proposals: ProposalReview
+    reverts: Reverts

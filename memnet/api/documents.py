@@ -18,6 +18,7 @@ from memnet.services.documents.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
 DIFF_SUFFIX = ":diff"
+REVERT_SUFFIX = ":revert"  # POST only (memnet.api.reverts)
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
 
@@ -30,6 +31,8 @@ def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
         return _history(request, ctx, path.removesuffix(HISTORY_SUFFIX))
     if path.endswith(DIFF_SUFFIX):
         return _diff(request, ctx, path.removesuffix(DIFF_SUFFIX))
+    if path.endswith(REVERT_SUFFIX):
+        raise MethodNotAllowed("A revert is a POST.", allow="POST")
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     as_of = version_query(request, "as_of")
@@ -105,13 +108,13 @@ def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse
 @endpoint()
 def patch_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     command = _write_command(request, ctx, PatchBody)
-    return _render(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
+    return render_write(ctx.services.documents.patch(ctx.caller, command), ctx.caller)
 
 
 @endpoint()
 def put_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     command = _write_command(request, ctx, PutBody)
-    return _render(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
+    return render_write(ctx.services.documents.replace(ctx.caller, command), ctx.caller)
 
 
 def _refuse_history(request: ApiRequest) -> None:
@@ -123,6 +126,8 @@ def _refuse_history(request: ApiRequest) -> None:
         raise MethodNotAllowed("A document's history is read-only.", allow="GET")
     if path.endswith(DIFF_SUFFIX):
         raise MethodNotAllowed("A diff of two versions is read-only.", allow="GET")
+    if path.endswith(REVERT_SUFFIX):
+        raise MethodNotAllowed("A revert is a POST.", allow="POST")
     if not path:
         raise MethodNotAllowed("A namespace's listing is read-only.", allow="GET")
 
@@ -159,7 +164,7 @@ def _write_command(
     )
 
 
-def _render(response: Response, caller: Caller) -> ApiResponse:
+def render_write(response: Response, caller: Caller) -> ApiResponse:
     """The write's response; a caller without the ``read`` role gets no document."""
     body = response.body
     if not caller.may_read():

@@ -65,8 +65,11 @@ class AuditRecord:
     upserts: list[Json] | None = None
     origin: Json | None = None  # who produced the ops (a replay, a review)
     reason_codes: list[str] | None = None
+    migration: Json | None = None  # {"from", "to"}: the schema versions a change migrated
     rebased: bool = False
     rebased_from: str | None = None
+    reverted_to: str | None = None  # a revert: the change whose version it wrote back
+    undone: str | None = None  # an undo: the change whose inverse it applied
     extra: Json = field(default_factory=dict)  # members this version does not know
 
     def as_json(self) -> Json:
@@ -140,7 +143,16 @@ _ALWAYS = (
     "request_id",
     "idempotency_key_sha256",
 )
-_WHEN_SET = (EXPIRES_AT, "redirected_ops", "upserts", "origin", "reason_codes")
+_WHEN_SET = (
+    EXPIRES_AT,
+    "redirected_ops",
+    "upserts",
+    "origin",
+    "reason_codes",
+    "migration",
+    "reverted_to",
+    "undone",
+)
 _STORED = frozenset(
     {*_ALWAYS, *_WHEN_SET, "rebased_from", "tenant_id", "user_id", "namespace", "path"}
 )

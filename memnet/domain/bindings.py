@@ -37,11 +37,13 @@ class Binding:
     array_limits: Mapping[Segments, int] = field(default_factory=dict)
     initial_content: Mapping[str, Any] = field(default_factory=dict)
     in_context: bool = True
+    read_as: str = "latest"  # an older version read migrated in memory, or "stored"
     ttl_seconds: int | None = None  # expires this long after its last write
     lookup_fields: Mapping[str, Segments] = field(default_factory=dict)
     item_identity: Mapping[Segments, IdentityRule] = field(default_factory=dict)
     scope: str = "user"  # "tenant": one document the tenant's users share
     write_roles: frozenset[str] | None = None  # None: the scope's default (write_roles_of)
+    revert_roles: frozenset[str] = frozenset({"admin"})  # may POST {document}:revert
 
     def path_for(self, variables: Mapping[str, str]) -> str | None:
         """The concrete path: fixed, or the template filled from ``variables``."""
@@ -94,7 +96,7 @@ def parse_binding(raw: Mapping[str, Any]) -> Binding:
     limits = {pointers.parse(p): n for p, n in raw.get("array_limits", {}).items()}
     lookups = {name: pointers.parse(p) for name, p in raw.get("lookup_fields", {}).items()}
     identity = upsert.parse_rules(raw.get("item_identity", {}))
-    parsed = ("array_limits", "lookup_fields", "item_identity", "write_roles")
+    parsed = ("array_limits", "lookup_fields", "item_identity", "write_roles", "revert_roles")
     fields = {k: v for k, v in raw.items() if k not in parsed}
     roles = frozenset(raw["write_roles"]) if "write_roles" in raw else None
     return Binding(
@@ -103,6 +105,7 @@ def parse_binding(raw: Mapping[str, Any]) -> Binding:
         lookup_fields=lookups,
         item_identity=identity,
         write_roles=roles,
+        revert_roles=frozenset(raw.get("revert_roles", ["admin"])),
     )
 
 

@@ -54,3 +54,5 @@ class WriteCommand:
     reason_codes: list[str] | None = None  # a job's finer reasons, kept in the audit record
     # op index -> why the replay's poisoning guard holds it (set at planning, kept in the plan)
     holds: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
+    reverted_to: str | None = None  # a revert (reason ``revert``): the version written back
+    undone: str | None = None  # an undo (reason ``revert``): the change it inverts

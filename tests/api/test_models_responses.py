@@ -4,6 +4,7 @@ server: the models describe what the server returns, not what we hope it does.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,9 @@ def _operation(method: str, path: str) -> dict[str, Any]:
     )
     assert found.route is not None, (method, path)
     template = "/" + found.route.route.replace("{*", "{")
-    for suffix in (":history", ":diff"):
-        if found.params.get("path", "").endswith(suffix):
-            template += suffix
+    suffix = re.search(r":[a-z]+$", found.params.get("path", ""))  # :history, :diff, :revert
+    if suffix:
+        template += suffix.group(0)
     if found.params.get("path") == "":  # a namespace's listing: the catch-all empty
         template = template.rpartition("{")[0]
     return OPERATIONS[(method, template)]
@@ -105,12 +106,30 @@ def _documents(agent: Checked) -> None:
         headers = {"If-Match": etag, "Idempotency-Key": f"put-{status}"}
         assert admin.request("PUT", url, {"content": content}, headers=headers).status == status
     assert agent.request("PATCH", url, {"ops": []}, headers={"Idempotency-Key": "k3"}).status == 428
+    _reverts(admin, url, created.data["document"]["change_id"])
     assert agent.request("PATCH", url, {"ops": 1}, headers={"If-None-Match": "*"}).status == 400
     assert agent.request("GET", doc_url("user/nothing.json")).status == 404
     listing = USER + "/documents/user/"
     assert agent.request("GET", listing + "?limit=1").status == 200
     assert agent.request("GET", listing + "?continuation=x%20y").status == 400
     assert agent.request("GET", USER + "/documents/nowhere/").status == 404
+
+
+def _reverts(admin: Checked, url: str, first: str) -> None:
+    latest = admin.request("GET", url).data["etag"]
+    for body, status in (
+        ({"to_change_id": first}, 200),
+        ({"undo_change_id": first}, 422),
+        ({"to_change_id": "chg_" + "0" * 28}, 404),
+        ({}, 400),
+    ):
+        headers = {"If-Match": latest, "Idempotency-Key": f"revert-{status}"}
+        assert admin.request("POST", url + ":revert", body, headers=headers).status == status
+    headers = {"Idempotency-Key": "revert-428"}
+    assert (
+        admin.request("POST", url + ":revert", {"to_change_id": first}, headers=headers).status
+        == 428
+    )
 
 
 def _context_and_events(agent: Checked) -> None:

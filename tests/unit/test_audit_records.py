@@ -48,6 +48,21 @@ SHAPES = {
     },
     "a create made meanwhile by another writer": {**BASE, "rebased_from": None},
     "a member this version does not know": {**BASE, "post_etag": '"0x2"'},
+    "a revert": {
+        **BASE,
+        "operation": "patch",
+        "reason": "revert",
+        "base": None,
+        "reverted_to": "chg_0190000000000000000000000001",
+    },
+    "a rebased undo": {
+        **BASE,
+        "operation": "patch",
+        "reason": "revert",
+        "base": None,
+        "undone": "chg_0190000000000000000000000001",
+        "rebased_from": '"0x1"',
+    },
 }
 
 

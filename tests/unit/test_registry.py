@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,6 +158,28 @@ def test_who_may_patch_a_binding():
     import dataclasses
 
     assert dataclasses.replace(knowledge, write_roles=None).patch_roles == {"admin"}
+
+
+def test_revert_roles_default_to_admin_and_a_profile_may_name_others(profiles: Path):
+    def edit_bindings(raw: dict[str, Any]) -> None:
+        raw["document_bindings"][0]["revert_roles"] = ["write", "review"]
+
+    edit(profiles, edit_bindings)
+    profile = load_registry(profiles).get("project-copilot-v1")
+    assert profile is not None
+    assert profile.bindings[0].revert_roles == {"write", "review"}
+    assert profile.bindings[1].revert_roles == {"admin"}
+
+
+@pytest.mark.parametrize("roles", [[], ["forget"], ["admin", "admin"], "admin"])
+def test_bad_revert_roles_stop_the_load_naming_the_field(profiles: Path, roles: Any):
+    def edit_bindings(raw: dict[str, Any]) -> None:
+        raw["document_bindings"][0]["revert_roles"] = roles
+
+    edit(profiles, edit_bindings)
+    with pytest.raises(ConfigError) as caught:
+        load_registry(profiles)
+    assert "revert_roles" in caught.value.field
 
 
 def test_a_ranking_without_weight_is_refused(profiles: Path):

@@ -178,6 +178,31 @@ class DocumentsApi(ClientBase):
         call = Call("PUT", url, _write_result, body, headers=_precondition(etag), write=True)
         return self._send(call)
 
+    def revert(
+        self,
+        namespace: str,
+        path: str,
+        *,
+        etag: str,
+        to_change_id: str | None = None,
+        undo_change_id: str | None = None,
+        reason: str | None = None,
+    ) -> WriteResult:
+        """Write the version after ``to_change_id`` back, or undo the one change
+        ``undo_change_id`` (its inverse, rebased onto the latest version; a later change
+        that touched the same paths is :class:`Conflict` ``UNDO_CONFLICT``), as a new
+        change audited with reason ``revert`` (docs/api.md#revert). Exactly one of the
+        two; the binding's ``revert_roles`` decide who may (default ``admin``)."""
+        body = drop_none(
+            profile_id=self.profile,
+            to_change_id=to_change_id,
+            undo_change_id=undo_change_id,
+            reason=reason,
+        )
+        url = self._document(namespace, path) + ":revert"
+        call = Call("POST", url, _write_result, body, headers={"If-Match": etag}, write=True)
+        return self._send(call)
+
     def update(
         self,
         namespace: str,

@@ -109,7 +109,7 @@ STATUS_TEXT = {
     403: "The caller may not do this (TENANT_FORBIDDEN, ROLE_FORBIDDEN, ...).",
     404: "Not found (DOCUMENT_NOT_FOUND, PROFILE_NOT_FOUND, ...).",
     409: "Conflict (IDEMPOTENCY_KEY_REUSED, FORGET_IN_PROGRESS, ...).",
-    410: "Gone (HISTORY_TRUNCATED, HISTORY_FORGOTTEN): retention or a forget removed it.",
+    410: "Gone (HISTORY_TRUNCATED, HISTORY_FORGOTTEN): that version is kept no longer.",
     412: "ETAG_MISMATCH: details.latest_etag.",
     413: "PAYLOAD_TOO_LARGE.",
     415: "UNSUPPORTED_MEDIA_TYPE: the body is not JSON in UTF-8.",

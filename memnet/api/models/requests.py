@@ -357,3 +357,26 @@ class TranscriptBody(Body):
     profile_id: Identifier | None = None
     project_hint: Identifier | None = None
     metadata: dict[str, Any] | None = None
+
+
+# -- revert (issue 27) ----------------------------------------------------------------------
+
+ChangeId = Annotated[StrictStr, Field(pattern=r"^chg_[0-9a-f]{28}$")]
+
+
+class RevertBody(Body):
+    """``POST {document}:revert``: exactly one of ``to_change_id`` (write that version's
+    content back) and ``undo_change_id`` (apply the inverse of that one change)."""
+
+    profile_id: Identifier | None = None
+    to_change_id: ChangeId | None = None
+    undo_change_id: ChangeId | None = None
+    reason: Annotated[StrictStr, Field(min_length=1, max_length=1000)] | None = Field(
+        None, description="Why, in words; kept in the change's evidence."
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> RevertBody:
+        if (self.to_change_id is None) == (self.undo_change_id is None):
+            raise ValueError("send exactly one of to_change_id and undo_change_id")
+        return self
