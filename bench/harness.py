@@ -86,13 +86,16 @@ def start_server(
     extra_env: dict[str, str] | None = None,
     profiles_dir: Path | None = None,
     cpus: set[int] | None = None,
+    module: str = "memnet",
 ) -> Server:
     """Start ``memnet serve`` on a free loopback port; wait for /v1/health.
     ``profiles_dir``: serve that directory's profiles (see :func:`profiles_env`);
-    ``cpus``: pin the server to these CPUs (None: wherever the OS puts it)."""
+    ``cpus``: pin the server to these CPUs (None: wherever the OS puts it);
+    ``module``: the ``python -m`` module whose ``serve`` command runs it (a bench that
+    changes a constant of the server before it starts)."""
     workdir = Path(tempfile.mkdtemp(prefix="memnet-bench-"))
     port = free_port()
-    command = [sys.executable, "-m", "memnet", "serve", "--host", HOST, "--port", str(port)]
+    command = [sys.executable, "-m", module, "serve", "--host", HOST, "--port", str(port)]
     command += ["--settings", str(workdir / "no-local-settings.json")]  # env only
     env = server_env(workdir, extra_env or {})
     if profiles_dir is not None:

@@ -13,10 +13,12 @@ from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, MethodNotAllowed
 from memnet.domain.timestamps import InvalidTimestamp, parse_timestamp
+from memnet.services.documents.diffs import LATEST
 from memnet.services.documents.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
 WHY_SUFFIX = ":why"
+DIFF_SUFFIX = ":diff"
 REVERT_SUFFIX = ":revert"  # POST only (memnet.api.reverts)
 CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
@@ -30,6 +32,8 @@ def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
         return _history(request, ctx, path.removesuffix(HISTORY_SUFFIX))
     if path.endswith(WHY_SUFFIX):
         return _why(request, ctx, path.removesuffix(WHY_SUFFIX))
+    if path.endswith(DIFF_SUFFIX):
+        return _diff(request, ctx, path.removesuffix(DIFF_SUFFIX))
     if path.endswith(REVERT_SUFFIX):
         raise MethodNotAllowed("A revert is a POST.", allow="POST")
     ref = parsing.document_ref(request, path)
@@ -64,19 +68,42 @@ def version_query(request: ApiRequest, name: str) -> str | None:
     return value
 
 
+def _diff(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:
+    """``{document}:diff?from=<change id>&to=<change id|latest>`` (docs/api.md)."""
+    ref = parsing.document_ref(request, path)
+    profile_id = parsing.optional_str(request.query, "profile_id")
+    older = change_id_query(request, "from", required=True)
+    newer = change_id_query(request, "to", also=LATEST) or LATEST
+    found = ctx.services.documents.diff(ctx.caller, ref, profile_id, str(older), newer)
+    return ApiResponse.json(200, found.as_json())
+
+
+def change_id_query(
+    request: ApiRequest, name: str, *, required: bool = False, also: str | None = None
+) -> str | None:
+    """A query parameter naming a change by its id (or the word ``also``)."""
+    value = request.query.get(name)
+    if value is None and not required:
+        return None
+    if value is not None and value == also:
+        return value
+    if value is None or not CHANGE_ID.fullmatch(value):
+        spelled = "a change id" + (f" or {also}" if also else "")
+        raise BadRequest(
+            f"{name} must be {spelled}.",
+            code="INVALID_QUERY",
+            field=name,
+            location=["query", name],
+        )
+    return value
+
+
 def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:
     services = ctx.services
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
     limit = parsing.bounded_int(request.query, "limit", services.settings.history_limit, 1000)
-    before = request.query.get("before")
-    if before is not None and not CHANGE_ID.fullmatch(before):
-        raise BadRequest(
-            "before must be a change id.",
-            code="INVALID_QUERY",
-            field="before",
-            location=["query", "before"],
-        )
+    before = change_id_query(request, "before")
     page = services.documents.history(ctx.caller, ref, profile_id, limit, before)
     return ApiResponse.json(200, page.as_json())
 
@@ -113,6 +140,8 @@ def _refuse_history(request: ApiRequest) -> None:
     path = request.route_params.get("path", "")
     if path.endswith((HISTORY_SUFFIX, WHY_SUFFIX)):
         raise MethodNotAllowed("A document's history is read-only.", allow="GET")
+    if path.endswith(DIFF_SUFFIX):
+        raise MethodNotAllowed("A diff of two versions is read-only.", allow="GET")
     if path.endswith(REVERT_SUFFIX):
         raise MethodNotAllowed("A revert is a POST.", allow="POST")
     if not path:

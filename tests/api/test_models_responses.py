@@ -54,7 +54,7 @@ def _operation(method: str, path: str) -> dict[str, Any]:
     )
     assert found.route is not None, (method, path)
     template = "/" + found.route.route.replace("{*", "{")
-    suffix = re.search(r":[a-z]+$", found.params.get("path", ""))  # :history, :revert
+    suffix = re.search(r":[a-z]+$", found.params.get("path", ""))  # :history, :diff, :revert
     if suffix:
         template += suffix.group(0)
     if found.params.get("path") == "":  # a namespace's listing: the catch-all empty
@@ -99,6 +99,10 @@ def _documents(agent: Checked) -> None:
     assert agent.request("GET", url + ":history?limit=5").status == 200
     assert agent.request("GET", url + ":why?path=/preferences/0").status == 200
     assert agent.request("GET", url + ":why?path=/preferences/9").status == 404
+    change_id = created.data["document"]["change_id"]
+    assert agent.request("GET", f"{url}?as_of={change_id}").status == 200
+    assert agent.request("GET", f"{url}:diff?from={change_id}").status == 200
+    assert agent.request("GET", f"{url}:diff?from=latest").status == 400
     content = agent.request("GET", url).data["document"]["content"]
     for etag, status in ((created.data["etag"], 200), ('"0x0"', 412)):
         headers = {"If-Match": etag, "Idempotency-Key": f"put-{status}"}

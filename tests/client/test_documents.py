@@ -7,6 +7,7 @@ import pytest
 from memnet_client import (
     BadRequest,
     Forbidden,
+    Gone,
     MemnetClient,
     NotFound,
     PreconditionFailed,
@@ -124,6 +125,7 @@ def test_a_client_without_user_says_so_before_any_request(http_server: str):
     ("status", "expected"),
     [
         (400, BadRequest),
+        (410, Gone),
         (412, PreconditionFailed),
         (418, ApiError),
         (500, ServerError),

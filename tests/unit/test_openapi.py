@@ -58,7 +58,7 @@ def test_every_http_function_is_an_operation_and_nothing_else():
 
 def _function_path(path: str) -> str:
     """The Functions route a documented path is served by: a document's ``:history``
-    (and ``:revert``, ...) and a namespace's listing (the catch-all empty) are the
+    (and ``:diff``, ``:revert``, ...) and a namespace's listing (the catch-all empty) are the
     document's route."""
     path = re.sub(r"(\{path\}):[a-z]+$", r"\1", path)
     return path + "{path}" if path.endswith("/") else path
@@ -70,6 +70,7 @@ def test_history_and_colon_routes_are_their_own_paths():
     paths = DOCUMENT["paths"]
     assert paths[document + ":history"]["get"]["operationId"] == "get_document_history"
     assert paths[document + ":history"]["get"]["x-function"] == "get_document"
+    assert paths[document + ":diff"]["get"]["operationId"] == "get_document_diff"
     assert set(paths[document]) == {"get", "patch", "put"}
     assert paths[document + ":revert"]["post"]["x-function"] == "post_document"
     listing = paths[base + "/documents/{namespace}/"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -13,11 +14,13 @@ from memnet_client.base import ClientBase, json_of, replayed
 from memnet_client.calls import Call, document_path, drop_none, segment, user_path
 from memnet_client.errors import NotFound, PreconditionFailed, UpdateConflict
 from memnet_client.models import (
+    Diff,
     Document,
     DocumentList,
     History,
     JsonObject,
     ListedDocument,
+    Version,
     Why,
     WriteResult,
 )
@@ -75,6 +78,25 @@ class DocumentsApi(ClientBase):
         params = {**self._profile_params(), "path": pointer, **drop_none(as_of=as_of)}
         url = self._document(namespace, path) + ":why"
         return self._send(Call("GET", url, _why, params=params))
+
+    def get_version(self, namespace: str, path: str, as_of: str | datetime) -> Version:
+        """The document as it was after the change ``as_of`` names (a change id), or at
+        the instant it names (an RFC 3339 string or an aware datetime: the newest
+        version committed by then). :class:`NotFound` before the document existed or
+        for another document's change id; :class:`Gone` for a version retention or a
+        conversation forget removed (docs/api.md "Versions and diffs")."""
+        at = _instant(as_of) if isinstance(as_of, datetime) else as_of
+        params = {**self._profile_params(), "as_of": at}
+        url = self._document(namespace, path)
+        return self._send(Call("GET", url, _version, params=params))
+
+    def diff(self, namespace: str, path: str, from_id: str, to_id: str = "latest") -> Diff:
+        """The RFC 6902 ops (paths under ``/content``) that turn the version after
+        change ``from_id`` into the one after ``to_id`` (``"latest"``: the current
+        one); the same errors as :meth:`get_version`."""
+        params = {**self._profile_params(), "from": from_id, "to": to_id}
+        url = self._document(namespace, path) + ":diff"
+        return self._send(Call("GET", url, _diff, params=params))
 
     def list_documents(
         self,
@@ -278,6 +300,22 @@ def _history(response: httpx.Response) -> History:
 
 def _why(response: httpx.Response) -> Why:
     return Why.from_json(json_of(response))
+
+
+def _version(response: httpx.Response) -> Version:
+    return Version.from_json(json_of(response))
+
+
+def _diff(response: httpx.Response) -> Diff:
+    return Diff.from_json(json_of(response))
+
+
+def _instant(moment: datetime) -> str:
+    """An aware datetime as RFC 3339 in UTC (a naive one is refused: it names no
+    instant)."""
+    if moment.utcoffset() is None:
+        raise ValueError("as_of needs a timezone-aware datetime")
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _document_list(response: httpx.Response) -> DocumentList:

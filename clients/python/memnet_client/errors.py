@@ -25,6 +25,7 @@ __all__ = [
     "Forbidden",
     "NotFound",
     "Conflict",
+    "Gone",
     "PreconditionFailed",
     "PreconditionRequired",
     "PayloadTooLarge",
@@ -99,6 +100,12 @@ class Conflict(ApiError):
     in progress."""
 
 
+class Gone(ApiError):
+    """410: what was asked for existed once and was removed for good (a version past
+    the audit retention, ``HISTORY_TRUNCATED``, or before a conversation's retraction,
+    ``HISTORY_FORGOTTEN``)."""
+
+
 class PreconditionFailed(ApiError):
     """412: the ``If-Match`` ETag is stale; ``latest_etag`` is the current one."""
 
@@ -171,6 +178,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     404: NotFound,
     405: BadRequest,
     409: Conflict,
+    410: Gone,
     412: PreconditionFailed,
     413: PayloadTooLarge,
     415: UnsupportedMediaType,

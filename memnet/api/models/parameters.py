@@ -41,9 +41,13 @@ _QUERY: dict[str, dict[str, Any]] = {
         "description": "The next_before of the previous page.",
     },
     "as_of": {
-        "schema": {"type": "string", "minLength": 1, "maxLength": 64},
-        "description": "A version: a change id of the document, or an RFC 3339 instant "
-        "(the newest version committed at or before it).",
+        "schema": {
+            "type": "string",
+            "anyOf": [{"pattern": "^chg_[0-9a-f]{28}$"}, {"format": "date-time"}],
+        },
+        "description": "A version: a change id of this document, or an RFC 3339 instant "
+        "(the newest version committed by then). 410 HISTORY_TRUNCATED or "
+        "HISTORY_FORGOTTEN for a version retention or a forget removed.",
     },
     "why_path": {
         "name": "path",
@@ -51,6 +55,15 @@ _QUERY: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "pattern": "^/", "maxLength": 1024},
         "description": "A JSON Pointer into the document's content (/durable_facts/3), "
         "without /content.",
+    },
+    "from": {
+        "required": True,
+        "schema": {"type": "string", "pattern": "^chg_[0-9a-f]{28}$"},
+        "description": "The change id of the version the ops start from.",
+    },
+    "to": {
+        "schema": {"type": "string", "pattern": "^(chg_[0-9a-f]{28}|latest)$", "default": "latest"},
+        "description": "The change id of the version the ops lead to, or latest.",
     },
     "page_limit": {
         "name": "limit",

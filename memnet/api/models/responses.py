@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from memnet.api.models.requests import HoldKind
+from memnet.api.models.requests import HoldKind, PatchOp
 
 
 class Closed(BaseModel):
@@ -89,6 +89,32 @@ class Envelope(Open):
 class DocumentRead(Closed):
     etag: str
     document: Envelope
+
+
+# -- versions (issue 27) ----------------------------------------------------------------
+
+CHANGE_ID_PATTERN = "^chg_[0-9a-f]{28}$"
+
+
+class DocumentVersion(Closed):
+    """``GET {document}?as_of=``: the document as it was after ``change_id``."""
+
+    change_id: str = Field(pattern=CHANGE_ID_PATTERN)
+    latest_etag: str = Field(description="The current version's ETag (for If-Match).")
+    document: Envelope
+
+
+class DocumentReadOrVersion(RootModel[DocumentRead | DocumentVersion]):
+    """A document read: the current version, or with ``as_of`` a past one."""
+
+
+class DocumentDiff(Closed):
+    """``GET {document}:diff``: the ops over ``content`` that turn version ``from`` into
+    version ``to``, paths as a PATCH writes them (``/content/...``)."""
+
+    from_: str = Field(alias="from", pattern=CHANGE_ID_PATTERN)
+    to: str = Field(pattern=CHANGE_ID_PATTERN)
+    ops: list[PatchOp]
 
 
 class RedirectedOp(Open):

@@ -26,7 +26,7 @@ WRITE_ERRORS = (404, 409, 412, 413, 415, 422, 428)
 @dataclass(frozen=True)
 class Route:
     """One function of ``function_app.py`` (``name``), or a variant of one that the same
-    function serves under another documented path (``suffix``: ``:history``;
+    function serves under another documented path (``suffix``: ``:history``, ``:diff``;
     ``collection``: the route with its trailing catch-all empty, the path ending in the
     ``/`` before it, named ``operation``)."""
 
@@ -71,15 +71,19 @@ ROUTES: tuple[Route, ...] = (
           response=rs.HealthDetails, errors=(), tags=("health",)),
     Route("get_openapi", "GET", "v1/openapi.json", "This OpenAPI document.", errors=(),
           authenticated=False, tags=("health",)),
-    Route("get_document", "GET", DOCUMENT, "Read a document (spec 10.1).",
-          response=rs.DocumentRead, query=("profile_id",), response_headers=("ETag",),
-          tags=("documents",)),
+    Route("get_document", "GET", DOCUMENT,
+          "Read a document (spec 10.1), or with as_of a past version of it.",
+          response=rs.DocumentReadOrVersion, query=("profile_id", "as_of"),
+          errors=(404, 410), response_headers=("ETag",), tags=("documents",)),
     Route("get_document", "GET", DOCUMENT, "A document's changes, newest first.",
           response=rs.HistoryPage, query=("profile_id", "limit", "before"),
           suffix=":history", tags=("documents",)),
     Route("get_document", "GET", DOCUMENT, "Which changes produced the value at a path.",
           response=rs.WhyAnswer, query=("why_path", "as_of", "profile_id"), suffix=":why",
           tags=("documents",)),
+    Route("get_document", "GET", DOCUMENT, "The RFC 6902 ops from one version to another.",
+          response=rs.DocumentDiff, query=("profile_id", "from", "to"), errors=(404, 410),
+          suffix=":diff", tags=("documents",)),
     Route("get_document", "GET", DOCUMENT, "A namespace's documents, in path order, paged.",
           response=rs.DocumentList,
           query=("profile_id", "page_limit", "continuation", "lookup", "value"),

@@ -39,8 +39,10 @@ from memnet.domain.timestamps import format_millis
 from memnet.domain.validation import TOO_DEEP, document_violations, raise_if_any
 from memnet.ports import BlobStore, Clock
 from memnet.services import telemetry
+from memnet.services.documents import diffs
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.chain import DocumentChain, HistoryPage, write_response
+from memnet.services.documents.diffs import Diff
 from memnet.services.documents.idempotency import Claim, IdempotencyStore, Response, Ticket
 from memnet.services.documents.scopes import (
     scoped_ref,
@@ -115,21 +117,34 @@ class DocumentService:
     ) -> HistoryPage:
         """Committed changes of one document, newest first, a page at a time (spec 19.2,
         25.6): ``before`` is the ``next_before`` of the previous page."""
-        caller.require(ref.tenant_id, "read")
-        governed = self.resolve(caller, ref, profile_id, None)
-        views.require_full(caller, governed.rules)
-        ref = scoped_ref(ref, governed.binding)
+        governed, ref = self._past(caller, ref, profile_id)
         page = self._chain.page(ref, self._require(ref), limit, before)
         return visible_history(page, caller, governed.binding)
 
     def version(self, caller: Caller, ref: DocumentRef, profile_id: str | None, at: str) -> Version:
         """The document as it was after a change, or at an instant (``as_of``; docs/
         decisions.md "Versions of a document"): read as its history is, in full."""
+        ref = self._past(caller, ref, profile_id)[1]
+        return self.versions.at(ref, self._require(ref), at)
+
+    def diff(
+        self, caller: Caller, ref: DocumentRef, profile_id: str | None, older: str, newer: str
+    ) -> Diff:
+        """The RFC 6902 operations from one version to another (``:diff``), read as
+        :meth:`version` reads one."""
+        ref = self._past(caller, ref, profile_id)[1]
+        return diffs.diff(self.versions, ref, self._require(ref), older, newer)
+
+    def _past(
+        self, caller: Caller, ref: DocumentRef, profile_id: str | None
+    ) -> tuple[Governed, DocumentRef]:
+        """What reading a document's past needs (history, versions, diffs): the ``read``
+        role and a caller who sees every sensitivity class; the binding's rules and
+        where the document lives."""
         caller.require(ref.tenant_id, "read")
         governed = self.resolve(caller, ref, profile_id, None)
         views.require_full(caller, governed.rules)
-        ref = scoped_ref(ref, governed.binding)
-        return self.versions.at(ref, self._require(ref), at)
+        return governed, scoped_ref(ref, governed.binding)
 
     def why(
         self,

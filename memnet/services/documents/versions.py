@@ -14,9 +14,14 @@ a derived cache, built on first use and safe to lose, under the user's ``version
   :data:`CHECKPOINT_EVERY`-th change, written by the fold that passes it.
 
 So a version costs the index, one checkpoint and fewer than :data:`CHECKPOINT_EVERY`
-audit records. Writes to the cache are conditional (index) or deterministic (a
-checkpoint of a committed change never changes), and a lost race only means the next
-read does the work again. What must stay gone is decided from the audit chain, not the
+audit records. A document whose retained changes all build on a version retention
+removed (no ``base`` left) gets its current document as the head's checkpoint when the
+index is built: the head and later versions read; the retained changes before it cannot
+be rebuilt and answer 410 ``HISTORY_TRUNCATED`` like the removed ones.
+
+Writes to the cache are conditional (index) or deterministic (a checkpoint of a
+committed change never changes), and a lost race only means the next read does the
+work again. What must stay gone is decided from the audit chain, not the
 cache: a version older than the user's audit horizon answers 410 ``HISTORY_TRUNCATED``,
 one older than a conversation's retraction 410 ``HISTORY_FORGOTTEN``, and retention and
 a conversation forget drop the user's cache (:meth:`Versions.drop_user`) so its copies
@@ -178,7 +183,7 @@ class Versions:
             newer.append(record)
         reached = bool(newer) and index.head is not None and newer[-1].prev_change_id == index.head
         newer.reverse()
-        index = index.extended(newer, reached)
+        index = self._anchored(ref, index.extended(newer, reached), current)
         self._save(name, index, stored.etag if stored else None)
         return index
 
@@ -215,6 +220,19 @@ class Versions:
                 self._blobs.delete(name)
 
     # -- helpers -------------------------------------------------------------------
+
+    def _anchored(
+        self, ref: DocumentRef, index: VersionIndex, current: StoredDocument
+    ) -> VersionIndex:
+        """``index``, with the current document as its head's checkpoint when nothing
+        else could start a fold (retention removed the base every retained change builds
+        on): the head and the versions after it can then still be read."""
+        if not index.changes or index.bases or index.checkpoints:
+            return index
+        head = len(index.changes) - 1
+        name = _checkpoint_name(ref, index.changes[head])
+        self._blobs.write(name, dump(current.document), Condition.unconditional())
+        return replace(index, checkpoints=(head,), positions={})
 
     def _position(self, ref: DocumentRef, index: VersionIndex, at: str) -> int:
         if at.startswith("chg_"):

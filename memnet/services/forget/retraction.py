@@ -164,6 +164,9 @@ class DocumentRetraction:
             failed = {"namespace": ref.namespace, "path": ref.path, "code": refused.code}
             state = replace(state, not_retracted=(*state.not_retracted, failed))
             return self._jobs.save(job, state), "refused"
+        # The versions before this change still hold what the conversation taught: their
+        # cached copies go now, before the job records the write (a rerun drops again).
+        self._documents.versions.drop_user(ref.tenant_id, ref.user_id)
         document = response.body.get("document") or {}
         entry = {
             "namespace": ref.namespace,

@@ -14,7 +14,10 @@ crash between any two steps leaves what the next pass finishes:
 - events: the search index entries first, then the blobs (an index entry never points
   at a deleted blob);
 - audit records: the user's audit horizon is raised past them first, then they are
-  deleted (a document's history then ends at the horizon instead of breaking);
+  deleted (a document's history then ends at the horizon instead of breaking), then
+  the user's version cache, which copies what they held, is dropped
+  (:meth:`~memnet.services.documents.versions.Versions.drop_user`; a crash before it
+  leaves a cache no read uses past the horizon, dropped by the next deletion);
 - idempotency records: read again and deleted under their ETag only if still expired
   (a key reused since the listing keeps its fresh record);
 - replay records: kept while their snapshot exists (they make its replay happen once).
@@ -49,6 +52,7 @@ from memnet.ports import (
 )
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.expiry import DocumentExpiry, document_ref
+from memnet.services.documents.versions import Versions
 from memnet.services.forget.tombstones import Tombstones
 from memnet.services.governance.holds import HoldPolicy, LegalHolds
 from memnet.services.governance.walker import Walker, WalkReport
@@ -141,6 +145,7 @@ class RetentionService:
         self._holds = LegalHolds(blobs, clock)
         self._page_size, self._max_seconds = page_size, max_seconds
         self._tombstones = tombstones
+        self._versions = Versions(blobs, audit)
         self.walker = Walker(blobs, clock, JOB, "tenants/", page_size)
 
     @property
@@ -261,6 +266,7 @@ class RetentionService:
             self._audit.raise_horizon(tenant_id, user_id, max(cutoff, minted))
             for item in group:
                 self._delete(item, report)
+            self._versions.drop_user(tenant_id, user_id)
 
     def _delete_idempotency(self, items: list[Item], now: datetime, report: SweepReport) -> None:
         for item in items:

@@ -13,8 +13,10 @@ from memnet_client.models.documents import (
     Change,
     Context,
     ContextDocument,
+    Diff,
     Document,
     History,
+    Version,
     WriteResult,
 )
 from memnet_client.models.events import Event, EventWrite, SearchHit, SearchResults
@@ -31,6 +33,8 @@ __all__ = [
     "History",
     "Why",
     "WhyChange",
+    "Version",
+    "Diff",
     "ListedDocument",
     "DocumentList",
     "ContextDocument",

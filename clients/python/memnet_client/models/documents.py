@@ -126,6 +126,43 @@ class History:
 
 
 @dataclass(frozen=True)
+class Version:
+    """A past version of a document (``as_of``): the ``document`` as it was after
+    ``change_id`` (its ``etag`` is ``latest_etag``, the current version's: the one to
+    send as ``If-Match`` when writing it back)."""
+
+    change_id: str
+    latest_etag: str
+    document: Document
+    raw: JsonObject = field(repr=False)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> Version:
+        latest = str(data["latest_etag"])
+        return cls(
+            change_id=str(data["change_id"]),
+            latest_etag=latest,
+            document=Document.from_envelope(latest, data["document"], data),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True)
+class Diff:
+    """The RFC 6902 ``ops`` (paths under ``/content``) that turn version ``from_id``
+    into version ``to_id``."""
+
+    from_id: str
+    to_id: str
+    ops: tuple[JsonObject, ...]
+    raw: JsonObject = field(repr=False)
+
+    @classmethod
+    def from_json(cls, data: JsonObject) -> Diff:
+        return cls(str(data["from"]), str(data["to"]), items(data, "ops"), data)
+
+
+@dataclass(frozen=True)
 class ContextDocument:
     binding_id: str
     namespace: str
