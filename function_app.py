@@ -17,6 +17,7 @@ from memnet.api import (
     events,
     governance,
     health,
+    inventory,
     openapi,
     proposals,
     snapshots,
@@ -292,6 +293,21 @@ def compaction_worker(msg: func.QueueMessage) -> None:
 def compaction_timer(timer: func.TimerRequest) -> None:
     """Freshness and compaction of every document: one bounded, resumable run per tick."""
     handle_compaction_timer(bootstrap.services())
+
+
+# -- looking back, undoing, taking it with you (issue 27) --------------------------------------
+
+
+@app.route(route=EVENTS_ROUTE, methods=["GET"])
+def list_events(req: func.HttpRequest) -> func.HttpResponse:
+    """A user's events, paged by a stable cursor (not by search)."""
+    return _call(inventory.list_events, req)
+
+
+@app.route(route="v1/tenants/{tenant_id}/users/{user_id}/snapshots", methods=["GET"])
+def list_snapshots(req: func.HttpRequest) -> func.HttpResponse:
+    """A user's snapshots: ids, time stored, size, replay status; never content."""
+    return _call(inventory.list_snapshots, req)
 
 
 # -- MCP tools (docs/mcp.md) -------------------------------------------------------------------

@@ -34,6 +34,7 @@ from memnet.services.documents.idempotency import IdempotencyStore
 from memnet.services.documents.listing import DocumentListing
 from memnet.services.documents.service import DocumentService
 from memnet.services.events.classes import EventClasses
+from memnet.services.events.paging import EventPaging
 from memnet.services.events.promotion import Promotion
 from memnet.services.events.service import EventService
 from memnet.services.forget.conversation import ForgetConversation
@@ -45,6 +46,7 @@ from memnet.services.governance.quotas import QuotaLimits, Quotas
 from memnet.services.governance.retention import RetentionService, retention_policy
 from memnet.services.profiles.registry import ProfileRegistry, load_registry
 from memnet.services.proposals.review import ProposalReview
+from memnet.services.replay.listing import SnapshotListing
 from memnet.services.replay.records import ReplayRecords
 from memnet.services.replay.snapshots import SnapshotService
 from memnet.services.replay.worker import ReplayService
@@ -129,6 +131,8 @@ def _wire(
         quotas=quotas,
         listing=listing,
         proposals=ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock),
+        event_paging=EventPaging(parts.blobs, EventClasses(parts.registry)),
+        snapshot_listing=SnapshotListing(parts.blobs, ReplayRecords(parts.blobs, parts.clock)),
     )
 
 

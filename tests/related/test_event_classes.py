@@ -137,3 +137,23 @@ def test_classified_episodes_are_never_promoted(related: World):
     related.services.events.drain()
     (promoted,) = long_term(mosaic)
     assert sorted(promoted["metadata"]["original_memories"]) == ["evt-o0", "evt-o1", "evt-o2"]
+
+
+def test_listing_events_leaves_out_a_class_above_the_caller(a2p: ApiClient):
+    """``GET …/events`` (issue 27) honours classes as ``GET`` of one event does."""
+    user = a2p.as_key(A2P_USER_KEY)
+    restricted = {"profile_id": "a2p-v1", "class": "restricted"}
+    hidden = post(user, note("Insulin pump settings", sensitivity=restricted), "u1", BASE)
+    plain = post(user, note("Insulin is cold in the fridge"), "u2", BASE)
+    every = [e.data["event"]["event_id"] for e in (hidden, plain)]
+    for caller, seen in (
+        (user, sorted(every)),
+        (a2p, [every[1]]),
+        (a2p.as_key(REVIEWER_KEY), [every[1]]),
+    ):
+        reply = caller.request("GET", f"{BASE}/events?limit=1")
+        found = reply.data["events"]
+        while reply.data["after"] is not None:
+            reply = caller.request("GET", f"{BASE}/events?limit=1&after={reply.data['after']}")
+            found += reply.data["events"]
+        assert [e["event_id"] for e in found] == seen

@@ -276,6 +276,25 @@ class UnresolvedReplays(Closed):
     count: int
 
 
+class EventList(Closed):
+    events: list[EventRecord]
+    after: str | None = Field(description="The cursor of the next page; null: the last page.")
+
+
+class ListedSnapshot(Closed):
+    conversation_id: str
+    snapshot_id: str
+    stored_at: str
+    size: int | None
+    replay_id: str
+    replay_status: str | None
+
+
+class SnapshotList(Closed):
+    snapshots: list[ListedSnapshot]
+    after: str | None = Field(description="The cursor of the next page; null: the last page.")
+
+
 # -- forgetting and holds ---------------------------------------------------------------------
 
 

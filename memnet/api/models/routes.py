@@ -145,4 +145,12 @@ ROUTES: tuple[Route, ...] = (
           "Clear a user's legal hold.", response=rs.Hold, tags=("admin",)),
     Route("list_holds", "GET", HOLD + "/holds", "The tenant's legal holds (admin).",
           response=rs.Holds, errors=(), tags=("admin",)),
+    # issue 27: listing what exists
+    Route("list_events", "GET", EVENTS, "A user's events in event id order, paged by cursor.",
+          response=rs.EventList, query=("inventory_limit", "after", "conversation_id"),
+          errors=(), tags=("events",)),
+    Route("list_snapshots", "GET", TENANT_USER + "/snapshots",
+          "A user's snapshots and replay status, no content (snapshots or admin).",
+          response=rs.SnapshotList, query=("inventory_limit", "after"), errors=(),
+          tags=("snapshots",)),
 )  # fmt: skip
