@@ -15,6 +15,7 @@ from memnet.api import (
     context,
     documents,
     events,
+    exports,
     governance,
     health,
     inventory,
@@ -27,6 +28,7 @@ from memnet.api.http import ApiRequest
 from memnet.api.workers import (
     handle_compaction_job,
     handle_compaction_timer,
+    handle_export_job,
     handle_forget_job,
     handle_forget_poison,
     handle_index_job,
@@ -308,6 +310,34 @@ def list_events(req: func.HttpRequest) -> func.HttpResponse:
 def list_snapshots(req: func.HttpRequest) -> func.HttpResponse:
     """A user's snapshots: ids, time stored, size, replay status; never content."""
     return _call(inventory.list_snapshots, req)
+
+
+@app.route(route=USER_ROUTE, methods=["POST"])
+def request_export(req: func.HttpRequest) -> func.HttpResponse:
+    """``POST …/users/{user_id}:export``: queue an export of the user's memory (202)."""
+    return _call(exports.request_export, req)
+
+
+@app.route(route=USER_ROUTE + "/exports/{export_id}", methods=["GET"])
+def get_export(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(exports.get_export, req)
+
+
+@app.route(route=USER_ROUTE + "/exports/{export_id}", methods=["DELETE"])
+def delete_export(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(exports.delete_export, req)
+
+
+@app.route(route=USER_ROUTE + "/exports/{export_id}/files/{name}", methods=["GET"])
+def get_export_file(req: func.HttpRequest) -> func.HttpResponse:
+    """One file of a finished export's archive (manifest.json, a part, memory.md)."""
+    return _call(exports.get_export_file, req)
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-export", connection="MEMNET_QUEUE")
+def export_worker(msg: func.QueueMessage) -> None:
+    """Write one export's archive, part by part."""
+    handle_export_job(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 # -- MCP tools (docs/mcp.md) -------------------------------------------------------------------

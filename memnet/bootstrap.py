@@ -37,6 +37,8 @@ from memnet.services.events.classes import EventClasses
 from memnet.services.events.paging import EventPaging
 from memnet.services.events.promotion import Promotion
 from memnet.services.events.service import EventService
+from memnet.services.exports.archive import Sources
+from memnet.services.exports.service import ExportService
 from memnet.services.forget.conversation import ForgetConversation
 from memnet.services.forget.ledger import JobSettings
 from memnet.services.forget.tombstones import Tombstones
@@ -133,6 +135,26 @@ def _wire(
         proposals=ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock),
         event_paging=EventPaging(parts.blobs, EventClasses(parts.registry)),
         snapshot_listing=SnapshotListing(parts.blobs, ReplayRecords(parts.blobs, parts.clock)),
+        exports=_exports(parts, snapshots, holds, listing, documents),
+    )
+
+
+def _exports(
+    parts: _Parts,
+    snapshots: SnapshotService,
+    holds: LegalHolds,
+    listing: DocumentListing,
+    documents: DocumentService,
+) -> ExportService:
+    proposals = ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock)
+    sources = Sources(parts.blobs, parts.audit, EventClasses(parts.registry), proposals, snapshots)
+    return ExportService(
+        sources=sources,
+        registry=parts.registry,
+        queue=parts.queue,
+        holds=holds,
+        tombstones=parts.tombstones,
+        clock=parts.clock,
     )
 
 

@@ -14,6 +14,7 @@ from memnet.services.documents.listing import DocumentListing
 from memnet.services.documents.service import DocumentService
 from memnet.services.events.paging import EventPaging
 from memnet.services.events.service import EventService
+from memnet.services.exports.service import ExportService
 from memnet.services.forget.conversation import ForgetConversation
 from memnet.services.forget.user import ForgetService
 from memnet.services.governance.holds import LegalHolds
@@ -51,3 +52,4 @@ class Services:
     proposals: ProposalReview
     event_paging: EventPaging  # issue 27: listing what exists
     snapshot_listing: SnapshotListing
+    exports: ExportService

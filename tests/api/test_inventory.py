@@ -77,11 +77,17 @@ def test_events_written_while_paging_never_skip_or_repeat_one(client: ApiClient)
     assert rest == ["evt-e", "evt-f", "evt-h"]
 
 
-def test_the_service_derived_ids_list_in_the_order_recorded(client: ApiClient):
+def test_the_service_derived_ids_list_in_the_order_recorded_to_the_millisecond(
+    client: ApiClient,
+):
     made = [
-        post(client, event(digest=f"note {i}"), f"k{i}").data["event"]["event_id"] for i in range(3)
+        post(client, event(digest=f"n{i}"), f"k{i}").data["event"]["event_id"] for i in range(3)
     ]
-    assert walk(client, 2)[0] == made
+    listed = walk(client, 2)[0]
+    assert listed == sorted(made)
+    millis = [event_id[4:16] for event_id in made]  # evt_ + the change id's hex milliseconds
+    assert millis == sorted(millis)  # recorded later: never listed earlier
+    assert [e[4:16] for e in listed] == millis
 
 
 def test_conversation_id_keeps_that_conversations_events(client: ApiClient):

@@ -59,7 +59,7 @@ def test_every_http_function_is_an_operation_and_nothing_else():
 def _function_path(path: str) -> str:
     """The Functions route a documented path is served by: a document's ``:history`` and
     a namespace's listing (the catch-all empty) are the document's route."""
-    path = path.removesuffix(":history")
+    path = re.sub(r":(history|export)$", "", path)
     return path + "{path}" if path.endswith("/") else path
 
 

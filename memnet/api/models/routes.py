@@ -153,4 +153,16 @@ ROUTES: tuple[Route, ...] = (
           "A user's snapshots and replay status, no content (snapshots or admin).",
           response=rs.SnapshotList, query=("inventory_limit", "after"), errors=(),
           tags=("snapshots",)),
+    # issue 27: export
+    Route("request_export", "POST", TENANT_USER, "Queue an export of the user's memory.",
+          statuses=(202,), response=rs.ExportJob, query=("profile_id",), errors=(404, 405, 409),
+          response_headers=("Location",), suffix=":export", operation="request_export",
+          tags=("export",)),
+    Route("get_export", "GET", TENANT_USER + "/exports/{export_id}",
+          "An export's status and progress.", response=rs.ExportJob, tags=("export",)),
+    Route("delete_export", "DELETE", TENANT_USER + "/exports/{export_id}",
+          "Delete an export's archive.", response=rs.ExportDeleted, tags=("export",)),
+    Route("get_export_file", "GET", TENANT_USER + "/exports/{export_id}/files/{name}",
+          "One file of a finished export (manifest.json, a JSON Lines part, memory.md).",
+          errors=(404, 409), tags=("export",)),
 )  # fmt: skip
