@@ -8,6 +8,7 @@ puts in ``.venv/bin``), or ``python -m memnet COMMAND ...``, the same.
 ``replay``                  one snapshot's replay, or its dry run (:mod:`memnet.cli.replay`)
 ``sweep``, ``compact``,     the governance jobs, each with ``--dry-run``
 ``forget``, ``hold``        (:mod:`memnet.cli.governance`)
+``export``, ``verify-export`` a user's archive, and checking one (:mod:`memnet.cli.export`)
 
 Every command but ``hash-key`` reads ``--settings`` (``local.settings.json``; the
 environment wins) and ``--data-dir``. An entry point like ``function_app.py``: it wires
@@ -21,7 +22,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from memnet.cli import governance, replay, search, serve
+from memnet.cli import export, governance, replay, search, serve
 from memnet.domain.errors import ConfigError
 
 DESCRIPTION = (
@@ -47,6 +48,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memnet", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (serve, search, replay, governance):
+    for module in (serve, search, replay, governance, export):
         module.add_commands(commands)
     return parser

@@ -24,6 +24,8 @@ COMMANDS = (
     "compact",
     "forget",
     "hold",
+    "export",
+    "verify-export",
 )
 
 

@@ -105,15 +105,41 @@ class ExportService:
         self, caller: Caller, tenant_id: str, user_id: str, profile_id: str | None
     ) -> dict[str, Any]:
         """Queue a new export (role ``read``; 409 while the user is being forgotten)."""
+        job = self._new_job(caller, tenant_id, user_id, profile_id)
+        self._purge_expired(tenant_id, user_id)
+        self._records.save(export_job_name(tenant_id, user_id, job["export_id"]), job, None)
+        self._logged("export_requested", job)
+        self._queue.send(EXPORT_QUEUE, json.dumps(_message(job)))
+        return public_view(job)
+
+    def export_to(
+        self,
+        caller: Caller,
+        where: tuple[str, str],
+        profile_id: str | None,
+        sink: Sink,
+        progress: Callable[[str, int], None],
+    ) -> Manifest:
+        """An export written here, into ``sink`` (the command line's directory), not
+        stored; audited as one asked through the API is."""
+        job = self._new_job(caller, *where, profile_id)
+        self._logged("export_requested", job)
+        manifest = self.build(job, sink, progress)
+        self._logged(
+            "export_completed", job, complete=manifest.complete, records=_records(manifest)
+        )
+        return manifest
+
+    def _new_job(
+        self, caller: Caller, tenant_id: str, user_id: str, profile_id: str | None
+    ) -> dict[str, Any]:
         caller.require(tenant_id, "read")
         caller.require_user(user_id)
         profile = self.profile_for(caller, profile_id)
         self._tombstones.check(tenant_id, user_id)
-        self._purge_expired(tenant_id, user_id)
-        export_id = f"exp_{secrets.token_hex(12)}"
         now = self._clock.now()
-        job = {
-            "export_id": export_id,
+        return {
+            "export_id": f"exp_{secrets.token_hex(12)}",
             "tenant_id": tenant_id,
             "user_id": user_id,
             "status": "queued",
@@ -125,12 +151,19 @@ class ExportService:
             "expires_at": format_millis(now + timedelta(days=KEEP_DAYS)),
             "progress": {"kind": None, "records": 0},
         }
-        self._records.save(export_job_name(tenant_id, user_id, export_id), job, None)
+
+    def _logged(self, action: str, job: dict[str, Any], **details: Any) -> None:
+        """The governance log's entry (docs/governance: who exported whom, when)."""
+        actor = job["requested_by"] if action == "export_requested" else "memnet-export"
         self._holds.log(
-            tenant_id, "export_requested", caller.caller_id, user_id=user_id, export_id=export_id
+            job["tenant_id"],
+            action,
+            actor,
+            user_id=job["user_id"],
+            export_id=job["export_id"],
+            requested_by=job["requested_by"],
+            **details,
         )
-        self._queue.send(EXPORT_QUEUE, json.dumps(_message(job)))
-        return public_view(job)
 
     def profile_for(self, caller: Caller, profile_id: str | None) -> Profile | None:
         """The profile whose classes decide what of a document the caller sees: the one
@@ -242,7 +275,7 @@ class ExportService:
         return public_view(self._save(name, {**job, "status": "failed", "error": error}))
 
     def _done(self, name: str, manifest: Manifest) -> dict[str, Any]:
-        records = sum(p.count for p in manifest.parts)
+        records = _records(manifest)
         done = {
             **self._records_value(name),
             "status": "done",
@@ -252,16 +285,7 @@ class ExportService:
             "progress": {"kind": None, "records": records},
         }
         job = self._save(name, done)
-        self._holds.log(
-            job["tenant_id"],
-            "export_completed",
-            "memnet-export",
-            user_id=job["user_id"],
-            export_id=job["export_id"],
-            requested_by=job["requested_by"],
-            complete=manifest.complete,
-            records=records,
-        )
+        self._logged("export_completed", job, complete=manifest.complete, records=records)
         return public_view(job)
 
     def _saver(self, name: str) -> Callable[[str, int], None]:
@@ -327,6 +351,10 @@ def public_view(job: dict[str, Any]) -> dict[str, Any]:
     if job["status"] == "done":
         shown["files_url"] = base + "/files/"
     return shown
+
+
+def _records(manifest: Manifest) -> int:
+    return sum(p.count for p in manifest.parts)
 
 
 def _where(job: dict[str, Any]) -> tuple[str, str, str]:
