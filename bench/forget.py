@@ -34,7 +34,7 @@ from memnet.bootstrap import Services
 from memnet.domain.callers import Caller
 from memnet.domain.layout import user_prefix
 from memnet.ports import Condition
-from memnet.services.events.records import event_name, indexed
+from memnet.services.events.records import EventRecord, event_name
 from memnet.services.forget.ledger import FORGET_QUEUE
 from memnet.settings import Settings
 
@@ -111,7 +111,7 @@ def write_events(services: Services, tenant: str, user: str, count: int) -> None
             name = event_name(tenant, user, item["event_id"])
             data = json.dumps(item, separators=(",", ":")).encode()
             services.blobs.write(name, data, Condition.create_only())
-        services.index.upsert([indexed(item) for item in records])
+        services.index.upsert([EventRecord.from_json(item).indexed() for item in records])
 
 
 def forget(services: Services, tenant: str, user: str) -> dict[str, Any]:

@@ -13,9 +13,7 @@ from memnet.bootstrap import Services
 from tests.api.test_export import drain_exports
 
 
-def test_an_export_downloads_and_verifies(
-    admin: MemnetClient, services: Services, tmp_path: Path
-):
+def test_an_export_downloads_and_verifies(admin: MemnetClient, services: Services, tmp_path: Path):
     admin.write_event("Prefers tea in the afternoon", source_type="chat")
     job = admin.request_export()
     assert job["status"] == "queued"
