@@ -147,7 +147,14 @@ def _exports(
     documents: DocumentService,
 ) -> ExportService:
     proposals = ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock)
-    sources = Sources(parts.blobs, parts.audit, EventClasses(parts.registry), proposals, snapshots)
+    sources = Sources(
+        parts.blobs,
+        parts.audit,
+        EventClasses(parts.registry),
+        proposals,
+        snapshots,
+        parts.registry.profile_ids,
+    )
     return ExportService(
         sources=sources,
         registry=parts.registry,

@@ -20,7 +20,7 @@ _CONTROL = re.compile(
     "[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
 )
 _MARKUP = re.compile(r"([\\`*_\[\]<>&|~#!])")
-TEXT_FIELDS = ("text", "summary", "title", "name", "value")
+TEXT_FIELDS = ("text", "content", "summary", "title", "name", "value")
 
 
 def md(value: Any) -> str:
@@ -54,7 +54,8 @@ def event(record: Mapping[str, Any]) -> str:
 
 
 def proposal(entry: Mapping[str, Any]) -> str:
-    candidate = entry.get("candidate")
+    item = entry.get("item")
+    candidate = item.get("candidate") if isinstance(item, Mapping) else None
     text = _text_of(candidate) if isinstance(candidate, Mapping) else None
     said = text if text is not None else json.dumps(candidate, ensure_ascii=False)
     where = f"{entry.get('namespace', '')}/{entry.get('path', '')}"

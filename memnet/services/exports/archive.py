@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from memnet.domain import memory_markdown as markdown
 from memnet.domain import sensitivity_views as views
-from memnet.domain.callers import FULL_CLEARANCE, Caller
+from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.errors import Forbidden, NotFound
 from memnet.domain.export_archive import (
@@ -75,6 +75,7 @@ class Sources:
     classes: EventClasses
     proposals: ProposalReview
     snapshots: SnapshotService
+    profile_ids: Callable[[], list[str]]  # every profile of the registry
 
 
 Progress = Callable[[str, int], None]  # (kind being written, records written so far)
@@ -263,17 +264,26 @@ class ArchiveWriter:
     # -- proposals, replays, receipts, holds, snapshots -----------------------------------
 
     def _proposals(self) -> None:
-        if self._profile is None:
-            return  # no profile named: no proposal queue to read (decisions are in audit)
-        queue = self._src.proposals.pending(
-            self._caller, self._tenant, self._user, self._profile.profile_id
-        )
-        for entry in queue.proposals:
-            self._add("proposals", line(entry))
-        if queue.more:
-            self._omit("proposals", "a namespace held more documents than the queue reads")
-        waiting = [markdown.proposal(e) for e in queue.proposals]
+        """The pending queue of the profile named, or (none named: a caller cleared for
+        everything) of every profile it may use, each proposal once."""
+        seen: set[Any] = set()
+        waiting: list[str] = []
+        for profile_id in self._profile_ids():
+            queue = self._src.proposals.pending(self._caller, self._tenant, self._user, profile_id)
+            if queue.more:
+                self._omit("proposals", "a namespace held more documents than the queue reads")
+            for entry in queue.proposals:
+                if entry.get("proposal_id") not in seen:
+                    seen.add(entry.get("proposal_id"))
+                    self._add("proposals", line(entry))
+                    waiting.append(markdown.proposal(entry))
         self._say(["## Waiting for review", "", *(waiting or ["(nothing)"]), ""])
+
+    def _profile_ids(self) -> list[str]:
+        if self._profile is not None:
+            return [self._profile.profile_id]
+        mine = self._caller.profiles
+        return [p for p in self._src.profile_ids() if ANY in mine or p in mine]
 
     def _blobs_of(self, kind: str, prefix: str, role: str) -> None:
         if not self._may(role):
