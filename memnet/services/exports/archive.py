@@ -30,6 +30,7 @@ from memnet.domain import sensitivity_views as views
 from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.errors import Forbidden, NotFound
+from memnet.domain.expiry import expired
 from memnet.domain.export_archive import (
     MANIFEST,
     MARKDOWN,
@@ -47,6 +48,7 @@ from memnet.domain.layout import (
     user_prefix,
 )
 from memnet.domain.profiles import Profile
+from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import BlobNotFound, BlobStore
 from memnet.services.documents.audit import AuditLog
 from memnet.services.events.classes import EventClasses
@@ -100,6 +102,7 @@ class ArchiveWriter:
         self._written = 0
         self._md: list[str] = markdown.title(manifest.user_id, manifest.created_at)
         self._md_size = 0
+        self._now = parse_timestamp(manifest.created_at, "created_at")
 
     @property
     def _tenant(self) -> str:
@@ -182,7 +185,10 @@ class ArchiveWriter:
             if data is None or not path:
                 continue
             ref = DocumentRef(self._tenant, self._user, namespace, path)
-            if not self._document(ref, json.loads(data), data):
+            document = json.loads(data)
+            if expired(document, self._now):
+                continue  # gone for every read: an expired document stays gone
+            if not self._document(ref, document, data):
                 hidden += 1
         if hidden:
             self._omit("audit", f"{hidden} documents hold classes above the caller's clearance")
