@@ -29,6 +29,7 @@ from memnet.api.workers import (
     handle_compaction_job,
     handle_compaction_timer,
     handle_export_job,
+    handle_export_poison,
     handle_forget_job,
     handle_forget_poison,
     handle_index_job,
@@ -338,6 +339,11 @@ def get_export_file(req: func.HttpRequest) -> func.HttpResponse:
 def export_worker(msg: func.QueueMessage) -> None:
     """Write one export's archive, part by part."""
     handle_export_job(bootstrap.services(), msg.get_body().decode("utf-8"))
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-export-poison", connection="MEMNET_QUEUE")
+def export_gave_up(msg: func.QueueMessage) -> None:
+    handle_export_poison(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 # -- MCP tools (docs/mcp.md) -------------------------------------------------------------------

@@ -86,3 +86,8 @@ def handle_export_job(services: Services, body: str) -> None:
     """One ``memnet-export`` message: write the archive of one export job
     (:meth:`memnet.services.exports.service.ExportService.handle_message`)."""
     services.exports.handle_message(body)
+
+
+def handle_export_poison(services: Services, body: str) -> None:
+    """An export message that failed every delivery: its job is marked ``failed``."""
+    services.exports.gave_up(body)

@@ -263,3 +263,15 @@ def test_forgetting_the_user_deletes_its_exports_and_refuses_new_ones(
     receipt = client.as_key(PRIVACY_KEY).request("GET", f"/v1/tenants/t1/receipts/{receipt_id}")
     assert receipt.data["deleted"]["exports"]["count"] == len(job["files"]) + 1  # and job.json
     assert client.request("GET", job["status_url"]).status == 404
+
+
+def test_a_message_that_failed_every_delivery_fails_the_job(
+    client: ApiClient, services: Services
+):
+    queued = client.request("POST", f"{USER}:export{PROFILE}").data
+    (message,) = services.queue.receive(EXPORT_QUEUE, max_messages=16)
+    services.exports.gave_up(message.body)
+    job = client.request("GET", queued["status_url"]).data
+    assert job["status"] == "failed" and "ask again" in job["error"]
+    services.exports.handle_message(message.body)  # a late delivery writes nothing now
+    assert client.request("GET", queued["status_url"]).data["status"] == "failed"

@@ -271,6 +271,20 @@ class ExportService:
             return self._failed(name, job, error.message)
         return self._done(name, manifest)
 
+    def gave_up(self, body: str) -> dict[str, Any] | None:
+        """A message that failed every delivery (``memnet-export-poison``): its job is
+        ``failed`` (the caller may ask again), not left ``running``."""
+        try:
+            message = json.loads(body)
+            name = export_job_name(message["tenant_id"], message["user_id"], message["export_id"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        found = self._records.read(name)
+        if found is None or found.value["status"] == "done":
+            return None
+        log.error("export %s failed every delivery", found.value["export_id"])
+        return self._failed(name, found.value, "the export failed every delivery; ask again")
+
     def _failed(self, name: str, job: dict[str, Any], error: str) -> dict[str, Any]:
         return public_view(self._save(name, {**job, "status": "failed", "error": error}))
 
