@@ -265,9 +265,7 @@ def test_forgetting_the_user_deletes_its_exports_and_refuses_new_ones(
     assert client.request("GET", job["status_url"]).status == 404
 
 
-def test_a_message_that_failed_every_delivery_fails_the_job(
-    client: ApiClient, services: Services
-):
+def test_a_message_that_failed_every_delivery_fails_the_job(client: ApiClient, services: Services):
     queued = client.request("POST", f"{USER}:export{PROFILE}").data
     (message,) = services.queue.receive(EXPORT_QUEUE, max_messages=16)
     services.exports.gave_up(message.body)
