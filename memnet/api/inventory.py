@@ -1,5 +1,5 @@
-"""HTTP handlers listing what a user has (issue 27, item 7; docs/api.md "Listing
-events" and "Listing snapshots"): ``GET .../events`` and ``GET .../snapshots``, paged by
+"""HTTP handlers listing what a user has (issue 27, item 7; docs/api.md
+"Listing what exists"): ``GET .../events`` and ``GET .../snapshots``, paged by
 an opaque ``after`` cursor."""
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ class Route:
     tags: tuple[str, ...] = ()
     collection: bool = False
     operation: str = ""
+    media: tuple[str, ...] = ()  # a success that is a file, not JSON: its media types
 
 
 def _document(method: str, name: str, request: type[BaseModel], summary: str) -> Route:
@@ -164,5 +165,6 @@ ROUTES: tuple[Route, ...] = (
           "Delete an export's archive.", response=rs.ExportDeleted, tags=("export",)),
     Route("get_export_file", "GET", TENANT_USER + "/exports/{export_id}/files/{name}",
           "One file of a finished export (manifest.json, a JSON Lines part, memory.md).",
-          errors=(404, 409), tags=("export",)),
+          errors=(404, 409), tags=("export",),
+          media=("application/json", "application/x-ndjson", "text/markdown")),
 )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Paging through a user's events (issue 27, item 7; docs/api.md "Listing events"), not
+"""Paging through a user's events (issue 27, item 7; docs/api.md "Listing what exists"), not
 by search: ``GET .../events?limit=&after=``.
 
 The order is the event blobs' name order, that is event id order: the one order both

@@ -1,4 +1,4 @@
-"""Listing a user's snapshots (issue 27, item 7; docs/api.md "Listing snapshots"):
+"""Listing a user's snapshots (issue 27, item 7; docs/api.md "Listing what exists"):
 ``GET .../snapshots?limit=&after=``, in name order (conversation id, then snapshot id),
 paged by the storage marker as events are (:mod:`memnet.services.events.paging`).
 
