@@ -12,6 +12,7 @@ from memnet.api.models.requests import PatchBody, PutBody
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, MethodNotAllowed
+from memnet.domain.timestamps import InvalidTimestamp, parse_timestamp
 from memnet.services.documents.idempotency import Response
 
 HISTORY_SUFFIX = ":history"
@@ -27,6 +28,10 @@ def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
         return _history(request, ctx, path.removesuffix(HISTORY_SUFFIX))
     ref = parsing.document_ref(request, path)
     profile_id = parsing.optional_str(request.query, "profile_id")
+    as_of = version_query(request, "as_of")
+    if as_of is not None:
+        version = ctx.services.documents.version(ctx.caller, ref, profile_id, as_of)
+        return ApiResponse.json(200, version.as_json())
     found = ctx.services.documents.read(ctx.caller, ref, profile_id)
     return ApiResponse.encoded(200, _read_body(found), {"ETag": found.etag})
 
@@ -34,6 +39,23 @@ def get_document(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
 def _read_body(found: StoredDocument) -> bytes:
     """``{"etag", "document"}``, the document part as :meth:`StoredDocument.json_bytes`."""
     return b'{"etag":%s,"document":%s}' % (json.dumps(found.etag).encode(), found.json_bytes())
+
+
+def version_query(request: ApiRequest, name: str) -> str | None:
+    """A query parameter naming a version: a change id or an RFC 3339 instant."""
+    value = request.query.get(name)
+    if value is None or CHANGE_ID.fullmatch(value):
+        return value
+    try:
+        parse_timestamp(value, name)
+    except InvalidTimestamp:
+        raise BadRequest(
+            f"{name} must be a change id or an RFC 3339 date-time.",
+            code="INVALID_QUERY",
+            field=name,
+            location=["query", name],
+        ) from None
+    return value
 
 
 def _history(request: ApiRequest, ctx: RequestContext, path: str) -> ApiResponse:

@@ -8,6 +8,7 @@ puts in ``.venv/bin``), or ``python -m memnet COMMAND ...``, the same.
 ``replay``                  one snapshot's replay, or its dry run (:mod:`memnet.cli.replay`)
 ``sweep``, ``compact``,     the governance jobs, each with ``--dry-run``
 ``forget``, ``hold``        (:mod:`memnet.cli.governance`)
+``migrate``                 documents at an older schema version (:mod:`memnet.cli.migrate`)
 ``export``, ``verify-export`` a user's archive, and checking one (:mod:`memnet.cli.export`)
 
 Every command but ``hash-key`` reads ``--settings`` (``local.settings.json``; the
@@ -22,7 +23,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from memnet.cli import export, governance, replay, search, serve
+from memnet.cli import export, governance, migrate, replay, search, serve
 from memnet.domain.errors import ConfigError
 
 DESCRIPTION = (
@@ -48,6 +49,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memnet", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (serve, search, replay, governance, export):
+    for module in (serve, search, replay, governance, migrate, export):
         module.add_commands(commands)
     return parser

@@ -65,6 +65,7 @@ class AuditRecord:
     upserts: list[Json] | None = None
     origin: Json | None = None  # who produced the ops (a replay, a review)
     reason_codes: list[str] | None = None
+    migration: Json | None = None  # {"from", "to"}: the schema versions a change migrated
     rebased: bool = False
     rebased_from: str | None = None
     extra: Json = field(default_factory=dict)  # members this version does not know
@@ -140,7 +141,7 @@ _ALWAYS = (
     "request_id",
     "idempotency_key_sha256",
 )
-_WHEN_SET = (EXPIRES_AT, "redirected_ops", "upserts", "origin", "reason_codes")
+_WHEN_SET = (EXPIRES_AT, "redirected_ops", "upserts", "origin", "reason_codes", "migration")
 _STORED = frozenset(
     {*_ALWAYS, *_WHEN_SET, "rebased_from", "tenant_id", "user_id", "namespace", "path"}
 )

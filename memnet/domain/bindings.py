@@ -37,6 +37,7 @@ class Binding:
     array_limits: Mapping[Segments, int] = field(default_factory=dict)
     initial_content: Mapping[str, Any] = field(default_factory=dict)
     in_context: bool = True
+    read_as: str = "latest"  # an older version read migrated in memory, or "stored"
     ttl_seconds: int | None = None  # expires this long after its last write
     lookup_fields: Mapping[str, Segments] = field(default_factory=dict)
     item_identity: Mapping[Segments, IdentityRule] = field(default_factory=dict)

@@ -54,6 +54,13 @@ class NotFound(MemnetError):
     code = "NOT_FOUND"
 
 
+class Gone(MemnetError):
+    """What was asked for existed but is kept no longer: past the audit horizon, or
+    older than a retraction (docs/decisions.md, "Versions of a document")."""
+
+    code = "GONE"
+
+
 class Conflict(MemnetError):
     """The request collides with another (an idempotency key, an existing event)."""
 

@@ -24,6 +24,7 @@ COMMANDS = (
     "compact",
     "forget",
     "hold",
+    "migrate",
     "export",
     "verify-export",
 )

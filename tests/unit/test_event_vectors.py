@@ -28,12 +28,16 @@ class Embedder:
 
     model, dimensions = "letters@3", 3
 
-    def __init__(self, refuse: str = "\0", delay: float = 0.0) -> None:
-        self.refuse, self.delay, self.calls = refuse, delay, 0
+    def __init__(
+        self, refuse: str = "\0", delay: float = 0.0, gate: threading.Event | None = None
+    ) -> None:
+        self.refuse, self.delay, self.calls, self.gate = refuse, delay, 0, gate
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         self.calls += 1
         time.sleep(self.delay)
+        if self.gate is not None:
+            self.gate.wait(10)
         if any(self.refuse in text for text in texts):
             raise EmbedderError("400 from the model", transient=False)
         return [[float(len(t)), float(t.count("a")) + 1.0, 1.0] for t in texts]
@@ -121,7 +125,8 @@ def test_a_batch_the_model_refuses_whole_fails_the_job(index: SqliteSearchIndex)
 
 def test_searches_do_not_queue_behind_slow_model_calls(index: SqliteSearchIndex) -> None:
     index.upsert([event("a", "alpha")])
-    slow = EventVectors(index, Embedder(), queries=Embedder(delay=1.0), deadline_seconds=0.1)
+    gate = threading.Event()  # the slow model answers when the test says so
+    slow = EventVectors(index, Embedder(), queries=Embedder(gate=gate), deadline_seconds=0.1)
     waiting = [threading.Thread(target=slow.dense, args=(EventQuery("t1", "u1", "alpha"),))
                for _ in range(QUERY_CALLS)]  # fmt: skip
     for thread in waiting:
@@ -131,9 +136,13 @@ def test_searches_do_not_queue_behind_slow_model_calls(index: SqliteSearchIndex)
     fast = EventVectors(index, Embedder(), queries=Embedder(), deadline_seconds=0.5)
     started = time.monotonic()
     assert fast.dense(EventQuery("t1", "u1", "alpha")) is None  # every slot still held
-    assert time.monotonic() - started < 0.05
-    time.sleep(1.2)  # the slow calls end and give their slots back
-    assert fast.dense(EventQuery("t1", "u1", "alpha")) == []  # no vectors stored: none near
+    assert time.monotonic() - started < 0.4  # without waiting out its 0.5 s deadline
+    gate.set()  # the slow calls end and give their slots back
+    deadline = time.monotonic() + 10
+    while (found := fast.dense(EventQuery("t1", "u1", "alpha"))) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert found == []  # no vectors stored: none near
 
 
 def jobs(tmp_path: Path, queue: SqliteQueue | None = None) -> IndexJobs:

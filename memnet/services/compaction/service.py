@@ -62,6 +62,7 @@ from memnet.services.compaction.status import (
     refused,
 )
 from memnet.services.documents.audit import AuditLog
+from memnet.services.documents.governing import document_ref, governing
 from memnet.services.documents.idempotency import Response
 from memnet.services.documents.service import DocumentService
 from memnet.services.documents.write_path import Committed
@@ -122,10 +123,11 @@ class CompactionService:
         if stored is None or target is None:
             why = "no such document" if stored is None else "no profile governs it"
             return refused(why)
+        stored = self._registry.as_written(target.binding, stored)
         stored, shapes = self._reshape(target, stored, dry_run)
         fresh = self._freshness(target, stored, dry_run)
         if fresh.changed or fresh.yielded:
-            stored = self._documents.load(ref) or stored  # else the one read serves
+            stored = self._load(target) or stored  # else the one read serves
         try:
             applied = self._racing(target, stored, lambda now: self._compact(target, now, dry_run))
         except EtagMismatch:
@@ -144,23 +146,20 @@ class CompactionService:
         writer (``EtagMismatch``), at most :data:`ATTEMPTS` times."""
 
         def again(lost: StoredDocument) -> StoredDocument:
-            return self._documents.load(target.ref) or lost
+            return self._load(target) or lost
 
         return retrying_from(stored, attempt, again, on=EtagMismatch, attempts=ATTEMPTS)
 
-    def _target(self, ref: DocumentRef, stored: StoredDocument | None) -> Target | None:
-        head = stored.document.get("change_id") if stored else None
-        record = self._audit.read(ref.tenant_id, ref.user_id, head) if head else None
-        named = self._registry.get(record.profile_id) if record else None
-        candidates = [named] if named else [self._registry.get(p) for p in self._profile_ids()]
-        for profile in candidates:
-            found = profile.resolve(ref.namespace, ref.path) if profile else None
-            if profile is not None and found is not None:
-                return Target(ref, profile, found[0])
-        return None
+    def _load(self, target: Target) -> StoredDocument | None:
+        """The document as a write of it starts from: migrated in memory when stored at
+        an older schema version (docs/profiles.md, "Schema migrations"), so that the
+        job plans against the content its patch applies to."""
+        found = self._documents.load(target.ref)
+        return None if found is None else self._registry.as_written(target.binding, found)
 
-    def _profile_ids(self) -> list[str]:
-        return self._registry.profile_ids()
+    def _target(self, ref: DocumentRef, stored: StoredDocument | None) -> Target | None:
+        found = governing(self._audit, self._registry, ref, stored)
+        return None if found is None else Target(ref, *found)
 
     def _plan(self, target: Target, stored: StoredDocument) -> Plan:
         """Expired proposals out first (:func:`memnet.domain.proposals.expired_plan`),
@@ -258,12 +257,12 @@ class CompactionService:
             if not ops or dry_run:
                 return stored, Reshaped(paths=paths, ops=tuple(ops))
             self._job_write(target, stored, _RESHAPE, ops, content_hash(ops))
-            return self._documents.load(target.ref) or stored, Reshaped(True, paths)
+            return self._load(target) or stored, Reshaped(True, paths)
 
         try:
             return self._racing(target, stored, attempt)
         except EtagMismatch:
-            return self._documents.load(target.ref) or stored, Reshaped(yielded=True)
+            return self._load(target) or stored, Reshaped(yielded=True)
 
     # -- freshness -------------------------------------------------------------------
 
@@ -349,9 +348,9 @@ class CompactionService:
         (``time.monotonic()``)."""
         done = []
         for name in names:
-            ref = _document_ref(name)
+            ref = document_ref(name)
             if ref is not None:
-                done.append(replace(self._compact_safely(*ref), name=name))
+                done.append(replace(self._compact_safely(*_parts(ref)), name=name))
             if time.monotonic() >= deadline:
                 break
         return done
@@ -426,11 +425,8 @@ def _room(room: int | None, max_ops: int) -> int:
     return by_ops if room is None else min(room, by_ops)
 
 
-def _document_ref(name: str) -> tuple[str, str, str, str] | None:
-    parts = name.split("/")
-    if len(parts) < 7 or parts[0] != "tenants" or parts[2] != "users" or parts[4] != "documents":
-        return None
-    return parts[1], parts[3], parts[5], "/".join(parts[6:])
+def _parts(ref: DocumentRef) -> tuple[str, str, str, str]:
+    return ref.tenant_id, ref.user_id, ref.namespace, ref.path
 
 
 def _change_id(response: Response) -> str | None:

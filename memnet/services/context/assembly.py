@@ -107,7 +107,7 @@ class ContextService:
             self._executor(),
             self._timer,
             now,
-            _shaper(profile, caller),
+            _shaper(profile, caller, self._registry),
         )
         reader.prefetch(_fixed_refs(profile, reader), alone=True)
         decision = self._route(profile, reader, request)
@@ -384,16 +384,20 @@ def _classified(profile: Profile) -> bool:
 
 
 def _shaper(
-    profile: Profile, caller: Caller
-) -> Callable[[DocumentRef, StoredDocument], StoredDocument] | None:
-    """The caller's view of each document read (sensitivity), or None when the profile
-    has no sensitivity rules."""
-    if not _classified(profile):
-        return None
+    profile: Profile, caller: Caller, registry: ProfileRegistry
+) -> Callable[[DocumentRef, StoredDocument], StoredDocument]:
+    """Each document read as its binding's ``read_as`` serves it (an older schema
+    version migrated in memory), then as the caller may see it (sensitivity)."""
+    classified = _classified(profile)
 
     def shape(ref: DocumentRef, stored: StoredDocument) -> StoredDocument:
         found = profile.resolve(ref.namespace, ref.path)
-        rules = profile.sensitivity(found[0].binding_id) if found else None
+        if found is None:
+            return stored
+        stored = registry.as_read(found[0], stored)
+        if not classified:
+            return stored
+        rules = profile.sensitivity(found[0].binding_id)
         return StoredDocument(stored.etag, views.seen(stored.document, caller, rules))
 
     return shape

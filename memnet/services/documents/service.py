@@ -18,12 +18,14 @@ from memnet.domain import sensitivity_answers as view_answers
 from memnet.domain import sensitivity_views as views
 from memnet.domain import upsert
 from memnet.domain.audit_records import AuditRecord
+from memnet.domain.bindings import Binding
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import StoredDocument, WriteCommand
 from memnet.domain.envelope import serialise
 from memnet.domain.errors import Conflict, EtagMismatch, MemnetError, NotFound, Unprocessable
 from memnet.domain.governed import Governed
 from memnet.domain.layout import DocumentRef
+from memnet.domain.migrations import Migrated
 from memnet.domain.patching import Op
 from memnet.domain.policy import (
     WriteIntent,
@@ -39,6 +41,7 @@ from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.chain import DocumentChain, HistoryPage, write_response
 from memnet.services.documents.idempotency import Claim, IdempotencyStore, Response, Ticket
 from memnet.services.documents.scopes import scoped_ref, scoped_write, visible_history
+from memnet.services.documents.versions import Version, Versions
 from memnet.services.documents.write_path import AfterCommit, Change, LostRace, WritePath
 from memnet.services.documents.write_records import (
     EXTENDS_EXPIRY,
@@ -71,6 +74,7 @@ class DocumentService:
         self._registry, self._idempotency, self._clock = registry, idempotency, clock
         self._tombstones = tombstones  # None only for a service built alone in a test
         self._chain = DocumentChain(blobs, audit, clock)
+        self.versions = Versions(blobs, audit)
         self._path = WritePath(
             blobs=blobs,
             audit=audit,
@@ -87,6 +91,7 @@ class DocumentService:
         caller.require(ref.tenant_id, "read")
         governed = self.resolve(caller, ref, profile_id, None)
         stored = self._require(scoped_ref(ref, governed.binding))
+        stored = self._registry.as_read(governed.binding, stored)
         if governed.rules is None:
             return stored
         return StoredDocument(stored.etag, views.seen(stored.document, caller, governed.rules))
@@ -107,6 +112,15 @@ class DocumentService:
         ref = scoped_ref(ref, governed.binding)
         page = self._chain.page(ref, self._require(ref), limit, before)
         return visible_history(page, caller, governed.binding)
+
+    def version(self, caller: Caller, ref: DocumentRef, profile_id: str | None, at: str) -> Version:
+        """The document as it was after a change, or at an instant (``as_of``; docs/
+        decisions.md "Versions of a document"): read as its history is, in full."""
+        caller.require(ref.tenant_id, "read")
+        governed = self.resolve(caller, ref, profile_id, None)
+        views.require_full(caller, governed.rules)
+        ref = scoped_ref(ref, governed.binding)
+        return self.versions.at(ref, self._require(ref), at)
 
     def load(self, ref: DocumentRef) -> StoredDocument | None:
         """The document, or None if it does not exist or has expired."""
@@ -221,6 +235,7 @@ class DocumentService:
             # append it would tell which hidden items changed
             cmd = replace(cmd, rebase=False)
         current, expired_etag = self._chain.checked_current(cmd, binding)
+        current, migration = self._migrated(binding, current)
         reviewer = bool(caller.roles & REVIEWER_ROLES) or cmd.reason not in EXTENDS_EXPIRY
         start = current.document.get("content") if current else binding.initial_content
         ops_in = cmd.ops
@@ -237,7 +252,7 @@ class DocumentService:
                 ops_in,
                 governed,
                 (ticket, intent),
-                (current, expired_etag),
+                (current, expired_etag, migration),
                 write,
             )
         except MemnetError as error:
@@ -252,12 +267,12 @@ class DocumentService:
         ops_in: list[Op],
         governed: Governed,
         written: tuple[Ticket, WriteIntent],
-        found: tuple[StoredDocument | None, str | None],
+        found: tuple[StoredDocument | None, str | None, Migrated | None],
         write: bool,
     ) -> Response:
         """:meth:`_patch_once` after the ops are in stored paths: plan, apply, commit."""
         profile, binding = governed.profile, governed.binding
-        (ticket, intent), (current, expired_etag) = written, found
+        (ticket, intent), (current, expired_etag, migration) = written, found
         content = current.document.get("content") if current else None
         planned = plan_ops(profile, binding, ops_in, intent, content)
         raise_if_any(planned.violations)
@@ -278,7 +293,9 @@ class DocumentService:
             rebased=current is not None and current.etag != cmd.precondition.if_match,
             rebased_from=cmd.precondition.if_match,
         )
-        return self._commit(caller, cmd.ref, governed, current, record, write, expired_etag)
+        return self._commit(
+            caller, cmd.ref, governed, current, record, write, expired_etag, migration
+        )
 
     def _replace(
         self, caller: Caller, cmd: WriteCommand, governed: Governed, ticket: Ticket
@@ -297,16 +314,24 @@ class DocumentService:
         record: AuditRecord,
         write: bool = True,
         expired_etag: str | None = None,
+        migration: Migrated | None = None,
     ) -> Response:
         """Validate, then (unless ``write`` is False) write the audit record and the
         document. A write that leaves
         the content as it was writes nothing, if the caller may read the document: for a
-        write-only caller the unchanged ETag would tell whether it guessed a value."""
+        write-only caller the unchanged ETag would tell whether it guessed a value.
+        ``migration``: ``current`` is the stored version migrated in memory, and the
+        record stores the migration's ops before its own (so it folds from the stored)."""
         profile, binding, rules = governed.profile, governed.binding, governed.rules
         reader = caller.may_read()
         before = current.document if current else None
         document = record.apply(before, binding.max_chars)
-        if reader and current is not None and _same_content(current.document, document):
+        if (
+            reader
+            and current is not None
+            and migration is None
+            and _same_content(current.document, document)
+        ):
             return write_response(record, current.etag, current.document, unchanged=True)
         old = (before or {}).get("content", binding.initial_content)
         pending = profile.confidence.pending_sections.get(binding.binding_id)
@@ -322,6 +347,10 @@ class DocumentService:
         seen = views.content_seen(new, caller, rules)
         found = found or target_checks(profile, binding, record, (old, new, seen))
         raise_if_any(view_answers.shown_violations(found, (old, new), caller, rules))
+        if migration is not None:
+            record = replace(
+                record.with_ops([*migration.ops, *record.ops]), migration=migration.as_json()
+            )
         if not write:
             return write_response(record, None, document)
         return self._path.store(
@@ -354,6 +383,17 @@ class DocumentService:
         never younger than the idempotency lease (a younger one may belong to a write
         still in flight); return their change ids."""
         return self._chain.sweep_orphans(tenant_id, user_id, max(min_age, self._idempotency.lease))
+
+    def _migrated(
+        self, binding: Binding, current: StoredDocument | None
+    ) -> tuple[StoredDocument | None, Migrated | None]:
+        """The version a write starts from: ``current`` migrated in memory to the
+        binding's schema version when it is at an older one (the migration becomes part
+        of the change); a 422 when it cannot be (docs/profiles.md, "Schema migrations")."""
+        migration = None if current is None else self._registry.migrated(binding, current.document)
+        if current is None or migration is None:
+            return current, None
+        return StoredDocument(current.etag, migration.document), migration
 
     def _now(self) -> str:
         return format_millis(self._clock.now())

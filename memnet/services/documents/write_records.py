@@ -33,6 +33,8 @@ EXTENDS_EXPIRY = frozenset({"live_update", "replay_update", "admin_migration", "
 PROPOSER_CHECKED = frozenset({"live_update", "replay_update"})  # callers' and replay's patches
 STORED_PATHS = frozenset({"proposal_review"})  # the service computed these ops' paths itself
 REVIEWER_ROLES = frozenset({"review", "admin"})  # write durable sections under review_required
+# the bulk schema migration's changes (an admin_migration, not a use: keeps the expiry)
+MIGRATION_ORIGIN = {"job": "migrate"}
 
 
 def live_holds(
@@ -95,7 +97,8 @@ def audit_record(
     """The audit record (spec 19.2 fields plus what replaying it needs)."""
     operation = "create" if current is None else ("replace" if cmd.content is not None else "patch")
     expiry = expires_at(governed.binding, now)
-    if current is not None and cmd.reason not in EXTENDS_EXPIRY:
+    kept = cmd.reason not in EXTENDS_EXPIRY or cmd.origin == MIGRATION_ORIGIN
+    if current is not None and kept:
         expiry = current.document.get(EXPIRES_AT) if expiry is not None else None
     return AuditRecord(
         change_id=ticket.change_id,

@@ -116,15 +116,26 @@ class DocumentRetraction:
         current = self._documents.load(ref)
         if current is None:
             return None
+        profile_id = self._profile_of(ref, current.document)
+        current = self._as_written(ref, profile_id, current)
         matches = points_at(state.tenant_id, state.user_id, state.conversation_id)
         found = retract(current.document.get("content"), matches)
         if not found.ops:
             return None
         base = current.document.get("change_id") or current.etag
         key = f"forget-conversation:{state.forget_id}:{base}"
-        profile_id = self._profile_of(ref, current.document)
         ops, removed, kept = found.ops, found.removed, found.kept
         return PlannedWrite(namespace, path, current.etag, ops, key, profile_id, removed, kept)
+
+    def _as_written(
+        self, ref: DocumentRef, profile_id: str | None, current: StoredDocument
+    ) -> StoredDocument:
+        """``current`` as a write of its binding starts from, migrated in memory when it
+        is at an older schema version (docs/profiles.md, "Schema migrations"): the
+        retraction is planned against the content its patch applies to."""
+        profile = self._registry.get(profile_id) if profile_id else None
+        found = profile.resolve(ref.namespace, ref.path) if profile else None
+        return current if found is None else self._registry.as_written(found[0], current)
 
     def _profile_of(self, ref: DocumentRef, document: dict[str, Any]) -> str | None:
         for profile_id in self._registry.profile_ids():
@@ -185,6 +196,7 @@ class DocumentRetraction:
             current = self._documents.load(ref)
             if current is None or current.etag != planned.etag:
                 raise EtagMismatch("Document changed.") from None
+            current = self._as_written(ref, planned.profile_id, current)
             content = apply_ops(current.document, command.ops)["content"]
             return self._documents.replace(caller, _replacing(command, content))
 

@@ -21,11 +21,13 @@ from jsonschema.exceptions import SchemaError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from memnet.domain import pointers
+from memnet.domain import migrations, pointers
 from memnet.domain.bindings import Binding, new_envelope
 from memnet.domain.callers import Caller
-from memnet.domain.envelope import CONTENT, envelope_schema
+from memnet.domain.document_model import StoredDocument
+from memnet.domain.envelope import CONTENT, Json, envelope_schema
 from memnet.domain.errors import BadRequest, ConfigError, NotFound, Unprocessable
+from memnet.domain.migrations import Migrated, Step
 from memnet.domain.patching import apply_ops, parse_ops
 from memnet.domain.policy import WriteIntent, plan_ops
 from memnet.domain.profiles import Profile, StatementRule, build_profile, freshness_problem
@@ -39,6 +41,11 @@ from memnet.services.profiles.checks import (
     check_scopes,
     check_section_promotion,
     check_sensitivity,
+)
+from memnet.services.profiles.migration_checks import (
+    StepsBySchema,
+    check_migrations,
+    load_migrations,
 )
 
 SchemaKey = tuple[str, str]
@@ -57,8 +64,14 @@ def _profile_meta_validator() -> Draft202012Validator:
 class ProfileRegistry:
     """Profiles by id plus one compiled whole-document validator per (schema_id, version)."""
 
-    def __init__(self, profiles: Mapping[str, Profile], schemas: Mapping[SchemaKey, Any]):
+    def __init__(
+        self,
+        profiles: Mapping[str, Profile],
+        schemas: Mapping[SchemaKey, Any],
+        steps: StepsBySchema | None = None,
+    ):
         self._profiles, self._schemas = dict(profiles), dict(schemas)
+        self._steps = dict(steps or {})
         registry: Registry[Any] = Registry().with_resources(
             (schema_uri(*key), Resource.from_contents(body, DRAFT202012))
             for key, body in schemas.items()
@@ -98,16 +111,78 @@ class ProfileRegistry:
     def validator(self, binding: Binding) -> Draft202012Validator:
         return self._validators[(binding.schema_id, binding.schema_version)]
 
+    def migration_steps(self, schema_id: str) -> Mapping[str, Step]:
+        """A schema's declared migration steps, by the version each leaves."""
+        return self._steps.get(schema_id, {})
+
+    def migrated(self, binding: Binding, document: Json) -> Migrated | None:
+        """``document`` migrated in memory to ``binding``'s schema version, or None when
+        it is at that version already. A version no declared steps lead from (an older
+        one without a migration, or a later one: a newer deployment wrote it) is a 422
+        ``SCHEMA_VERSION_UNSUPPORTED``; steps that do not apply, ``MIGRATION_FAILED``."""
+        stored = document.get("schema_version")
+        if stored == binding.schema_version or document.get("schema_id") != binding.schema_id:
+            return None  # current; or another schema's, which validation refuses
+        steps = self.migration_steps(binding.schema_id)
+        found = (
+            None
+            if not isinstance(stored, str)
+            else migrations.path(steps, stored, binding.schema_version)
+        )
+        if found is None:
+            raise Unprocessable(
+                f"The document is stored at {binding.schema_id} {stored}, and no declared "
+                f"migration leads from it to {binding.schema_version}, the version this "
+                "profile writes.",
+                code="SCHEMA_VERSION_UNSUPPORTED",
+                schema_id=binding.schema_id,
+                stored_version=stored,
+                profile_version=binding.schema_version,
+            )
+        return migrations.migrate(binding.schema_id, document, found)
+
+    def as_read(self, binding: Binding, stored: StoredDocument) -> StoredDocument:
+        """A stored document as its binding's ``read_as`` serves it (docs/profiles.md,
+        "Schema migrations"): migrated in memory (``latest``) or as stored."""
+        return self.as_written(binding, stored) if binding.read_as == "latest" else stored
+
+    def as_written(self, binding: Binding, stored: StoredDocument) -> StoredDocument:
+        """The version a write of ``binding`` starts from (what a job plans its ops
+        against): ``stored`` migrated in memory to the binding's schema version, its
+        ETag the stored version's. One whose migration does not apply is answered as
+        stored: the write names the problem."""
+        if stored.document.get("schema_version") == binding.schema_version:
+            return stored
+        try:
+            migrated = self.migrated(binding, stored.document)
+        except Unprocessable:
+            return stored
+        return stored if migrated is None else StoredDocument(stored.etag, migrated.document)
+
+    def content_problem(self, schema_id: str, version: str, content: Json) -> str | None:
+        """Why ``content`` fails the schema's ``version`` (the first error), or None."""
+        sample = {**_sample_envelope(schema_id, version), CONTENT: content}
+        error = next(iter(self._validators[(schema_id, version)].iter_errors(sample)), None)
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path)
+        return f"{error.message} (at /{where})"
+
 
 def load_registry(directory: Path) -> ProfileRegistry:
     """Load and cross-check every profile and schema under ``directory``."""
     if not directory.is_dir():
         raise ConfigError(str(directory), "MEMNET_PROFILES_DIR", "not a directory")
     schemas = dict(_load_schemas(directory / "schemas"))
+    versions: dict[str, set[str]] = {}
+    for schema_id, version in schemas:
+        versions.setdefault(schema_id, set()).add(version)
+    steps = load_migrations(directory / "schemas", versions, _read_json)
     profiles = {p.profile_id: p for p in _load_profiles(directory, schemas)}
     if not profiles:
         raise ConfigError(str(directory), "profiles", "no profile (*.json) found")
-    registry = ProfileRegistry(profiles, schemas)
+    registry = ProfileRegistry(profiles, schemas, steps)
+    check_migrations(directory / "schemas", steps, profiles.values(), registry.content_problem)
     for profile in profiles.values():
         _check_initial_content(registry, profile, directory)
         _check_proposal_ids(registry, profile, directory)
@@ -142,6 +217,8 @@ def _read_json(path: Path) -> Any:
 
 def _load_schemas(root: Path) -> Iterator[tuple[SchemaKey, Any]]:
     for path in sorted(root.glob("*/*.json")) if root.is_dir() else []:
+        if path.name == migrations.FILE_NAME:
+            continue  # not a version: the schema's migrations (migration_checks)
         body = _read_json(path)
         problem = _schema_problem(json.dumps(body, sort_keys=True))
         if problem is not None:
@@ -316,6 +393,18 @@ def _check_sample(
 
 _SAMPLE_ID = "00000000-0000-4000-8000-000000000000"
 _SAMPLE_TIME = "1970-01-01T00:00:00Z"
+
+
+def _sample_envelope(schema_id: str, version: str) -> Json:
+    return {
+        "doc_id": _SAMPLE_ID,
+        "schema_id": schema_id,
+        "schema_version": version,
+        "created_at": _SAMPLE_TIME,
+        "updated_at": _SAMPLE_TIME,
+        "updated_by": "registry-check",
+        "change_id": "chg_check",
+    }
 
 
 def _check_proposal_ids(registry: ProfileRegistry, profile: Profile, directory: Path) -> None:

@@ -94,6 +94,7 @@ class ProposalReview:
             ref = DocumentRef(tenant_id, user_id, binding.namespace, path)
             stored = self._documents.load(ref)
             if stored is not None:
+                stored = self._registry.as_read(binding, stored)  # as a GET serves it
                 items = queue_items(profile, binding, ref, stored, now)
                 pending = profile.confidence.pending_sections[binding.binding_id]
                 content = stored.document.get("content")
@@ -141,6 +142,8 @@ class ProposalReview:
 
         def attempt() -> Reviewed:  # another write landed: find the proposal again
             stored = self._documents.load(ref)
+            if stored is not None:  # planned against what the write starts from
+                stored = self._registry.as_written(binding, stored)
             found = (
                 None if stored is None else _seen(caller, (profile, binding), ref, stored, review)
             )
