@@ -273,3 +273,22 @@ def test_a_message_that_failed_every_delivery_fails_the_job(client: ApiClient, s
     assert job["status"] == "failed" and "ask again" in job["error"]
     services.exports.handle_message(message.body)  # a late delivery writes nothing now
     assert client.request("GET", queued["status_url"]).data["status"] == "failed"
+
+
+def test_a_running_export_stops_when_the_users_forget_starts(
+    client: ApiClient, services: Services, monkeypatch: pytest.MonkeyPatch
+):
+    """The job checks the tombstone at each progress report: an export racing a forget
+    stops (failed) instead of writing on, and the forget deletes what it wrote."""
+    from memnet.services.exports import archive, service
+
+    monkeypatch.setattr(archive, "PROGRESS_RECORDS", 1)
+    monkeypatch.setattr(service, "PROGRESS_EVERY", 1)
+    seed(client)
+    queued = client.request("POST", f"{USER}:export{PROFILE}").data
+    assert client.as_key(PRIVACY_KEY).request("DELETE", USER).status == 202
+    drain_exports(services)
+    job = client.request("GET", queued["status_url"]).data
+    assert job["status"] == "failed" and job["error"] == "the user is being forgotten"
+    drain_forget(services)
+    assert list(services.blobs.list_names(export_prefix("t1", "u1"))) == []

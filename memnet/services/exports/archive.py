@@ -58,6 +58,7 @@ from memnet.services.replay.snapshots import SnapshotService
 
 log = logging.getLogger("memnet.services.exports.archive")
 PAGE = 1000  # names per storage listing call
+PROGRESS_RECORDS = 1000  # records between two progress reports (and tombstone checks)
 RECENT_EVENTS = 50  # the newest events memory.md shows
 MARKDOWN_BYTES = 4 * 1024 * 1024  # memory.md stops (and says so) past this
 
@@ -137,7 +138,7 @@ class ArchiveWriter:
             writer = self._writers[kind] = PartWriter(kind, self._sink.put)
         writer.add(record)
         self._written += 1
-        if self._written % 1000 == 0:
+        if self._written % PROGRESS_RECORDS == 0:
             self._progress(kind, self._written)
 
     def _omit(self, kind: str, reason: str) -> None:
