@@ -18,6 +18,13 @@ from memnet.domain.identifiers import check_identifier
 EXPORT_SUFFIX = ":export"
 
 
+def refuse_export(request: ApiRequest) -> None:
+    """A ``…:export`` path shares the user's Functions route, so its DELETE lands in the
+    forget: 405, as a method the export does not take."""
+    if request.route_params.get("user_id", "").endswith(EXPORT_SUFFIX):
+        raise MethodNotAllowed("An export is asked for with POST.", allow="POST")
+
+
 def _user_of_export(request: ApiRequest) -> tuple[str, str]:
     raw = request.route_params.get("user_id", "")
     if not raw.endswith(EXPORT_SUFFIX):

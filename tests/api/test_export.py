@@ -214,6 +214,7 @@ def test_hostile_ids_and_callers_find_nothing(client: ApiClient, services: Servi
     ("method", "url", "status"),
     [
         ("POST", f"{USER}", 405),
+        ("DELETE", f"{USER}:export", 405),
         ("POST", "/v1/tenants/t1/users/..:export", 400),
         ("POST", "/v1/tenants/t1/users/:export", 400),
         ("POST", f"{USER}:export?profile_id=..", 400),
