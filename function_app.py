@@ -15,8 +15,10 @@ from memnet.api import (
     context,
     documents,
     events,
+    exports,
     governance,
     health,
+    inventory,
     openapi,
     proposals,
     reverts,
@@ -27,6 +29,8 @@ from memnet.api.http import ApiRequest
 from memnet.api.workers import (
     handle_compaction_job,
     handle_compaction_timer,
+    handle_export_job,
+    handle_export_poison,
     handle_forget_job,
     handle_forget_poison,
     handle_index_job,
@@ -300,6 +304,54 @@ def compaction_worker(msg: func.QueueMessage) -> None:
 def compaction_timer(timer: func.TimerRequest) -> None:
     """Freshness and compaction of every document: one bounded, resumable run per tick."""
     handle_compaction_timer(bootstrap.services())
+
+
+# -- looking back, undoing, taking it with you (issue 27) --------------------------------------
+
+
+@app.route(route=EVENTS_ROUTE, methods=["GET"])
+def list_events(req: func.HttpRequest) -> func.HttpResponse:
+    """A user's events, paged by a stable cursor (not by search)."""
+    return _call(inventory.list_events, req)
+
+
+@app.route(route="v1/tenants/{tenant_id}/users/{user_id}/snapshots", methods=["GET"])
+def list_snapshots(req: func.HttpRequest) -> func.HttpResponse:
+    """A user's snapshots: ids, time stored, size, replay status; never content."""
+    return _call(inventory.list_snapshots, req)
+
+
+@app.route(route=USER_ROUTE, methods=["POST"])
+def request_export(req: func.HttpRequest) -> func.HttpResponse:
+    """``POST …/users/{user_id}:export``: queue an export of the user's memory (202)."""
+    return _call(exports.request_export, req)
+
+
+@app.route(route=USER_ROUTE + "/exports/{export_id}", methods=["GET"])
+def get_export(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(exports.get_export, req)
+
+
+@app.route(route=USER_ROUTE + "/exports/{export_id}", methods=["DELETE"])
+def delete_export(req: func.HttpRequest) -> func.HttpResponse:
+    return _call(exports.delete_export, req)
+
+
+@app.route(route=USER_ROUTE + "/exports/{export_id}/files/{name}", methods=["GET"])
+def get_export_file(req: func.HttpRequest) -> func.HttpResponse:
+    """One file of a finished export's archive (manifest.json, a part, memory.md)."""
+    return _call(exports.get_export_file, req)
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-export", connection="MEMNET_QUEUE")
+def export_worker(msg: func.QueueMessage) -> None:
+    """Write one export's archive, part by part."""
+    handle_export_job(bootstrap.services(), msg.get_body().decode("utf-8"))
+
+
+@app.queue_trigger(arg_name="msg", queue_name="memnet-export-poison", connection="MEMNET_QUEUE")
+def export_gave_up(msg: func.QueueMessage) -> None:
+    handle_export_poison(bootstrap.services(), msg.get_body().decode("utf-8"))
 
 
 # -- MCP tools (docs/mcp.md) -------------------------------------------------------------------

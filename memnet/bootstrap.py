@@ -35,8 +35,11 @@ from memnet.services.documents.listing import DocumentListing
 from memnet.services.documents.revert import Reverts
 from memnet.services.documents.service import DocumentService
 from memnet.services.events.classes import EventClasses
+from memnet.services.events.paging import EventPaging
 from memnet.services.events.promotion import Promotion
 from memnet.services.events.service import EventService
+from memnet.services.exports.archive import Sources
+from memnet.services.exports.service import ExportService
 from memnet.services.forget.conversation import ForgetConversation
 from memnet.services.forget.ledger import JobSettings
 from memnet.services.forget.tombstones import Tombstones
@@ -46,6 +49,7 @@ from memnet.services.governance.quotas import QuotaLimits, Quotas
 from memnet.services.governance.retention import RetentionService, retention_policy
 from memnet.services.profiles.registry import ProfileRegistry, load_registry
 from memnet.services.proposals.review import ProposalReview
+from memnet.services.replay.listing import SnapshotListing
 from memnet.services.replay.records import ReplayRecords
 from memnet.services.replay.snapshots import SnapshotService
 from memnet.services.replay.worker import ReplayService
@@ -133,6 +137,35 @@ def _wire(
         listing=listing,
         proposals=ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock),
         reverts=Reverts(documents, parts.audit, parts.registry, parts.tombstones),
+        event_paging=EventPaging(parts.blobs, EventClasses(parts.registry)),
+        snapshot_listing=SnapshotListing(parts.blobs, ReplayRecords(parts.blobs, parts.clock)),
+        exports=_exports(parts, snapshots, holds, listing, documents),
+    )
+
+
+def _exports(
+    parts: _Parts,
+    snapshots: SnapshotService,
+    holds: LegalHolds,
+    listing: DocumentListing,
+    documents: DocumentService,
+) -> ExportService:
+    proposals = ProposalReview(documents, listing, parts.registry, parts.audit, parts.clock)
+    sources = Sources(
+        parts.blobs,
+        parts.audit,
+        EventClasses(parts.registry),
+        proposals,
+        snapshots,
+        parts.registry.profile_ids,
+    )
+    return ExportService(
+        sources=sources,
+        registry=parts.registry,
+        queue=parts.queue,
+        holds=holds,
+        tombstones=parts.tombstones,
+        clock=parts.clock,
     )
 
 

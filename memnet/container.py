@@ -13,7 +13,9 @@ from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.listing import DocumentListing
 from memnet.services.documents.revert import Reverts
 from memnet.services.documents.service import DocumentService
+from memnet.services.events.paging import EventPaging
 from memnet.services.events.service import EventService
+from memnet.services.exports.service import ExportService
 from memnet.services.forget.conversation import ForgetConversation
 from memnet.services.forget.user import ForgetService
 from memnet.services.governance.holds import LegalHolds
@@ -21,6 +23,7 @@ from memnet.services.governance.quotas import Quotas
 from memnet.services.governance.retention import RetentionService
 from memnet.services.profiles.registry import ProfileRegistry
 from memnet.services.proposals.review import ProposalReview
+from memnet.services.replay.listing import SnapshotListing
 from memnet.services.replay.snapshots import SnapshotService
 from memnet.services.replay.worker import ReplayService
 from memnet.settings import Settings
@@ -49,3 +52,6 @@ class Services:
     listing: DocumentListing
     proposals: ProposalReview
     reverts: Reverts
+    event_paging: EventPaging  # issue 27: listing what exists
+    snapshot_listing: SnapshotListing
+    exports: ExportService

@@ -84,10 +84,12 @@ class Condition:
 
 @dataclass(frozen=True)
 class BlobInfo:
-    """One listed blob: its name and when it was last written (timezone-aware UTC)."""
+    """One listed blob: its name, when it was last written (timezone-aware UTC) and its
+    size in bytes (None where an adapter's listing does not say it)."""
 
     name: str
     last_modified: datetime
+    size: int | None = None
 
 
 @dataclass(frozen=True)

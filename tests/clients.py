@@ -20,7 +20,9 @@ class Reply:
 
     def __post_init__(self) -> None:
         self.headers = {k.lower(): v for k, v in self.headers.items()}
-        self.data = json.loads(self.body) if self.body else None
+        media = self.headers.get("content-type", "").split(";")[0].strip()
+        other = media and media != "application/json" and not media.endswith("+json")
+        self.data = json.loads(self.body) if self.body and not other else None  # not JSON: body
 
     @property
     def error_code(self) -> str | None:

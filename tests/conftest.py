@@ -20,6 +20,7 @@ import pytest
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.services.compaction.service import COMPACT_QUEUE
+from memnet.services.exports.service import EXPORT_QUEUE
 from memnet.services.forget.ledger import FORGET_QUEUE
 from memnet.services.replay.writes import REPLAY_QUEUE
 from memnet.services.search.index import INDEX_QUEUE
@@ -103,7 +104,7 @@ def empty_index_queues(connection_string: str) -> None:
     from azure.core.exceptions import ResourceNotFoundError
     from azure.storage.queue import QueueClient
 
-    for base in (INDEX_QUEUE, REPLAY_QUEUE, FORGET_QUEUE, COMPACT_QUEUE):
+    for base in (INDEX_QUEUE, REPLAY_QUEUE, FORGET_QUEUE, COMPACT_QUEUE, EXPORT_QUEUE):
         for name in (base, base + "-poison"):
             client = QueueClient.from_connection_string(connection_string, name)
             with contextlib.suppress(ResourceNotFoundError):

@@ -25,6 +25,8 @@ var queueNames = [
   'memnet-compact-poison'
   'memnet-forget'
   'memnet-forget-poison'
+  'memnet-export'
+  'memnet-export-poison'
 ]
 
 resource account 'Microsoft.Storage/storageAccounts@2023-05-01' = {

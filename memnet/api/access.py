@@ -24,7 +24,9 @@ def caller_of(
     read, search and context assembly, say ``write=False``)."""
     caller = services.authenticator.authenticate(request.headers)
     tenant_id = request.route_params.get("tenant_id")
-    user_id = request.route_params.get("user_id")
+    # ``users/{user_id}:export`` fills the parameter with the suffix: the user is before
+    # it (a user id holds no ``:``)
+    user_id = (request.route_params.get("user_id") or "").partition(":")[0] or None
     caller.require_user(user_id)
     if metered:
         writes = request.method != "GET" if write is None else write

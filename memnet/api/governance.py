@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from memnet.api import parsing
 from memnet.api.endpoint import RequestContext, endpoint
+from memnet.api.exports import refuse_export
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import HoldBody
 
@@ -15,6 +16,7 @@ def _ids(request: ApiRequest, *kinds: str) -> list[str]:
 
 @endpoint()
 def forget_user(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
+    refuse_export(request)
     tenant_id, user_id = _ids(request, "tenant_id", "user_id")
     return ApiResponse.json(202, ctx.services.forget.request(ctx.caller, tenant_id, user_id))
 

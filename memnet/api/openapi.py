@@ -124,14 +124,20 @@ def _responses(route: Route, refs: Refs) -> dict[str, dict[str, Any]]:
     return responses
 
 
+_FILE_TYPES = {JSON_MEDIA: "object"}  # a JSON file is one object; any other, its text
+
+
 def _success(route: Route, status: int, refs: Refs) -> dict[str, Any]:
     model = route.response
     schema = {"$ref": refs[(model.__name__, "serialization")]} if model else {"type": "object"}
     headers = {name: response_header(name) for name in ("x-request-id", *route.response_headers)}
+    content = {JSON_MEDIA: {"schema": schema}}
+    if route.media:  # a file: its bytes as served
+        content = {m: {"schema": {"type": _FILE_TYPES.get(m, "string")}} for m in route.media}
     answer: dict[str, Any] = {
         "description": STATUS_TEXT[status],
         "headers": headers,
-        "content": {JSON_MEDIA: {"schema": schema}},
+        "content": content,
     }
     found = links(route)
     if found:

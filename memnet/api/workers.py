@@ -80,3 +80,14 @@ def handle_compaction_timer(services: Services) -> dict[str, Any]:
     report = services.compaction.run_timer().as_json()
     logger.info("compaction scan: %s", json.dumps(report, sort_keys=True))
     return report
+
+
+def handle_export_job(services: Services, body: str) -> None:
+    """One ``memnet-export`` message: write the archive of one export job
+    (:meth:`memnet.services.exports.service.ExportService.handle_message`)."""
+    services.exports.handle_message(body)
+
+
+def handle_export_poison(services: Services, body: str) -> None:
+    """An export message that failed every delivery: its job is marked ``failed``."""
+    services.exports.gave_up(body)

@@ -10,6 +10,7 @@ puts in ``.venv/bin``), or ``python -m memnet COMMAND ...``, the same.
 ``forget``, ``hold``        (:mod:`memnet.cli.governance`)
 ``migrate``                 documents at an older schema version (:mod:`memnet.cli.migrate`)
 ``import``                  import an export archive (:mod:`memnet.cli.importing`)
+``export``, ``verify-export`` a user's archive, and checking one (:mod:`memnet.cli.export`)
 
 Every command but ``hash-key`` reads ``--settings`` (``local.settings.json``; the
 environment wins) and ``--data-dir``. An entry point like ``function_app.py``: it wires
@@ -23,7 +24,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from memnet.cli import governance, importing, migrate, replay, search, serve
+from memnet.cli import export, governance, importing, migrate, replay, search, serve
 from memnet.domain.errors import ConfigError
 
 DESCRIPTION = (
@@ -50,6 +51,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memnet", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (serve, search, replay, governance, migrate, importing):
+    for module in (serve, search, replay, governance, migrate, importing, export):
         module.add_commands(commands)
     return parser

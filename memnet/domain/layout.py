@@ -157,3 +157,20 @@ class SnapshotRef:
         if parts[4] != "snapshots" or not parts[6].endswith(".json"):
             return None
         return cls(parts[1], parts[3], parts[5], parts[6].removesuffix(".json"))
+
+
+def export_prefix(tenant_id: str, user_id: str) -> str:
+    """A user's exports (issue 27; docs/export.md): under the tenant's governance prefix,
+    beside forget jobs and receipts, so that no listing of the user's own data meets an
+    archive of it; a forget of the user deletes them (kind ``exports``)."""
+    return f"{governance_prefix(tenant_id)}exports/{user_id}/"
+
+
+def export_job_name(tenant_id: str, user_id: str, export_id: str) -> str:
+    """An export's state: who asked, its status and progress, when it expires."""
+    return f"{export_prefix(tenant_id, user_id)}{export_id}/job.json"
+
+
+def export_file_name(tenant_id: str, user_id: str, export_id: str, name: str) -> str:
+    """One file of an export's archive (``manifest.json``, a part, ``memory.md``)."""
+    return f"{export_prefix(tenant_id, user_id)}{export_id}/files/{name}"

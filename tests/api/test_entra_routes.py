@@ -33,6 +33,8 @@ VALUES = {
     "receipt_id": "rcpt_1",
     "proposal_id": "pdXNlci91c2VyX2R5bmFtaWMuanNvbg.015abd7f5cc57a2dd94b015abd7f5cc5",
     "decision": "approve",
+    "export_id": "exp_1",
+    "name": "manifest.json",
 }
 
 
@@ -147,6 +149,18 @@ def test_a_delegated_token_works_for_its_own_user(api: HttpClient, entra: LocalE
     reply = api.as_key(token).request("PATCH", other, {"ops": ops}, headers)
     assert_error_shape(reply, 403)
     assert reply.error_code == "USER_FORBIDDEN"
+
+
+def test_a_delegated_token_exports_its_own_user_only(api: HttpClient, entra: LocalEntra):
+    """``POST …/users/{user_id}:export``: the suffix is not part of the user it names."""
+    token = entra.mint({"scp": "Memory.Access", "oid": USER_OID, "roles": ["Memory.Read"]})
+    reply = api.as_key(token).request("POST", f"/v1/tenants/t1/users/{USER_OID}:export")
+    assert reply.status == 202, reply.data
+    status = api.as_key(token).request("GET", reply.data["status_url"])
+    assert status.status == 200 and status.data["user_id"] == USER_OID
+    other = api.as_key(token).request("POST", "/v1/tenants/t1/users/u1:export")
+    assert_error_shape(other, 403)
+    assert other.error_code == "USER_FORBIDDEN"
 
 
 def test_a_delegated_token_needs_the_grant_to_accept_users(

@@ -57,6 +57,8 @@ def _operation(method: str, path: str) -> dict[str, Any]:
     suffix = re.search(r":[a-z]+$", found.params.get("path", ""))  # :history, :diff, :revert
     if suffix:
         template += suffix.group(0)
+    if found.params.get("user_id", "").endswith(":export"):
+        template += ":export"
     if found.params.get("path") == "":  # a namespace's listing: the catch-all empty
         template = template.rpartition("{")[0]
     return OPERATIONS[(method, template)]
@@ -66,6 +68,10 @@ def _check(operation: dict[str, Any], reply: Reply) -> None:
     responses = operation["responses"]
     response = responses.get(str(reply.status), responses["default"])
     assert str(reply.status) in responses, (operation["operationId"], reply.status, reply.data)
+    media = reply.headers.get("content-type", "application/json").split(";")[0]
+    if media != "application/json":  # a file: one of the operation's media types
+        assert media in response["content"], (operation["operationId"], media)
+        return
     schema = response["content"]["application/json"]["schema"]
     root = {"components": DOCUMENT["components"], **schema}
     errors = [e.message for e in Draft202012Validator(root).iter_errors(reply.data)]
@@ -175,6 +181,27 @@ def _governance(agent: Checked, services: Services) -> None:
     assert privacy.request("GET", status["receipt_url"]).status == 200
 
 
+def _inventory_and_export(agent: Checked, services: Services) -> None:
+    from tests.api.test_export import drain_exports
+
+    admin = agent.as_key(ADMIN_KEY)
+    assert agent.request("GET", USER + "/events?limit=1").status == 200
+    assert agent.request("GET", USER + "/events?after=x").status == 400
+    assert admin.request("GET", USER + "/snapshots").status == 200
+    assert agent.request("GET", USER + "/snapshots").status == 403
+    queued = admin.request("POST", USER + ":export?profile_id=project-copilot-v1")
+    assert queued.status == 202, queued.data
+    url = queued.data["status_url"]
+    assert admin.request("GET", url + "/files/manifest.json").status == 409
+    drain_exports(services)
+    job = admin.request("GET", url).data
+    for name in job["files"]:
+        assert admin.request("GET", url + "/files/" + name).status == 200
+    assert admin.request("GET", url + "/files/nope.jsonl").status == 404
+    assert admin.request("DELETE", url).status == 200
+    assert admin.request("GET", url).status == 404
+
+
 def _proposals(agent: Checked) -> None:
     admin = agent.as_key(ADMIN_KEY)
     fact = {
@@ -209,6 +236,7 @@ def test_every_route_answers_as_its_openapi_operation_says(agent: Checked, servi
     _context_and_events(agent)
     _snapshots(agent)
     _proposals(agent)
+    _inventory_and_export(agent, services)
     _governance(agent, services)
     every = {operation["operationId"] for operation in OPERATIONS.values()}
     assert agent.seen == every

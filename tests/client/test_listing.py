@@ -42,3 +42,23 @@ def test_listing_errors_are_the_clients_exceptions(memnet: MemnetClient):
     assert missing.value.code == "BINDING_NOT_FOUND"
     with pytest.raises(BadRequest):
         memnet.list_documents("projects", continuation="abc")
+
+
+def test_iter_events_follows_the_cursor_in_the_order_recorded(memnet: MemnetClient):
+    made = [memnet.write_event(f"note {i}", source_type="chat").event.event_id for i in range(3)]
+    first = memnet.list_events(limit=2)
+    assert [e.event_id for e in first.events] == made[:2] and first.after is not None
+    assert [e.event_id for e in memnet.iter_events(limit=1)] == made
+    with pytest.raises(BadRequest):
+        memnet.list_events(after="not a cursor")
+
+
+def test_list_snapshots_names_each_with_its_replay_status(
+    memnet: MemnetClient, admin: MemnetClient
+):
+    message = {"id": "m1", "role": "user", "text": "hi", "timestamp": "2026-11-24T10:00:00Z"}
+    memnet.put_snapshot("conv-1", "snap-1", [message])
+    (listed,) = admin.iter_snapshots()
+    assert (listed.conversation_id, listed.snapshot_id) == ("conv-1", "snap-1")
+    assert listed.replay_status == "queued" and listed.size
+    assert admin.list_snapshots(limit=1).snapshots == (listed,)

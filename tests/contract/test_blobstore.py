@@ -296,6 +296,13 @@ def test_list_page_gives_a_recent_timezone_aware_last_modified(blob_store: BlobS
     assert before <= info.last_modified <= datetime.now(UTC) + timedelta(minutes=5)
 
 
+def test_list_page_gives_each_blobs_size_in_bytes(blob_store: BlobStore) -> None:
+    blob_store.write("t/a/1", b"four", Condition.create_only())
+    blob_store.write("t/a/2", b"", Condition.create_only())
+    sizes = [info.size for info in blob_store.list_page("t/", None, 10).items]
+    assert sizes == [4, 0]
+
+
 def test_list_page_honours_a_partial_segment_prefix(blob_store: BlobStore) -> None:
     for name in PAGED:
         blob_store.write(name, b"x", Condition.create_only())

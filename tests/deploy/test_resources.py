@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 
 from memnet.services.compaction.service import COMPACT_QUEUE
+from memnet.services.exports.service import EXPORT_QUEUE
 from memnet.services.forget.ledger import FORGET_QUEUE
 from memnet.services.replay.writes import REPLAY_QUEUE
 from memnet.services.search.index import INDEX_QUEUE
@@ -84,7 +85,7 @@ ROLE_NEEDS = {
 
 def test_every_queue_the_code_uses_and_its_poison_queue_exists() -> None:
     index = function_index()
-    used = {INDEX_QUEUE, REPLAY_QUEUE, COMPACT_QUEUE, FORGET_QUEUE}
+    used = {INDEX_QUEUE, REPLAY_QUEUE, COMPACT_QUEUE, FORGET_QUEUE, EXPORT_QUEUE}
     used |= {f.queue_name.removesuffix("-poison") for f in index.queue_functions}
     declared = {string_value(n) for n in parse(STORAGE).variable("queueNames").named_children}
     assert declared == used | {f"{q}-poison" for q in used}

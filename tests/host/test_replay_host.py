@@ -117,3 +117,15 @@ def test_a_snapshot_written_straight_to_the_store_over_the_bound_fails_on_the_ho
     over = settled(client, url.format("over")).data
     assert (over["status"], over["source"]) == ("failed", "blob_trigger")
     assert over["error"]["code"] == "SNAPSHOT_TOO_LARGE" and over["events"] == []
+
+
+def test_an_export_is_written_by_the_hosts_queue_worker(host):
+    """The local host runs the ``memnet-export`` queue trigger as Azure would (issue 27)."""
+    _, server = host
+    client = HttpClient(server.url, AGENT_KEY)
+    queued = client.request("POST", "/v1/tenants/acme/users/alice:export")
+    assert queued.status == 202, queued.data
+    status = settled(client, queued.data["status_url"]).data
+    assert status["status"] == "done", status
+    manifest = client.request("GET", status["files_url"] + "manifest.json")
+    assert manifest.status == 200 and manifest.data["format"] == "memnet-export/1"

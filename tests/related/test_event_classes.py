@@ -6,6 +6,7 @@ backends and transports."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -137,3 +138,56 @@ def test_classified_episodes_are_never_promoted(related: World):
     related.services.events.drain()
     (promoted,) = long_term(mosaic)
     assert sorted(promoted["metadata"]["original_memories"]) == ["evt-o0", "evt-o1", "evt-o2"]
+
+
+def test_listing_events_leaves_out_a_class_above_the_caller(a2p: ApiClient):
+    """``GET …/events`` (issue 27) honours classes as ``GET`` of one event does."""
+    user = a2p.as_key(A2P_USER_KEY)
+    restricted = {"profile_id": "a2p-v1", "class": "restricted"}
+    hidden = post(user, note("Insulin pump settings", sensitivity=restricted), "u1", BASE)
+    plain = post(user, note("Insulin is cold in the fridge"), "u2", BASE)
+    every = [e.data["event"]["event_id"] for e in (hidden, plain)]
+    for caller, seen in (
+        (user, sorted(every)),
+        (a2p, [every[1]]),
+        (a2p.as_key(REVIEWER_KEY), [every[1]]),
+    ):
+        reply = caller.request("GET", f"{BASE}/events?limit=1")
+        found = reply.data["events"]
+        while reply.data["after"] is not None:
+            reply = caller.request("GET", f"{BASE}/events?limit=1&after={reply.data['after']}")
+            found += reply.data["events"]
+        assert [e["event_id"] for e in found] == seen
+
+
+def test_an_export_honours_the_askers_clearance_and_says_what_it_left_out(
+    a2p: ApiClient, related: World
+):
+    """Issue 27: an export holds what the asker may see; a class above it is left out
+    and the manifest says so (``complete: false``)."""
+    from tests.api.test_export import drain_exports
+
+    user = a2p.as_key(A2P_USER_KEY)
+    restricted = {"profile_id": "a2p-v1", "class": "restricted"}
+    assert (
+        post(user, note("Insulin pump settings", sensitivity=restricted), "u1", BASE).status == 201
+    )
+    assert post(user, note("Insulin is cold in the fridge"), "u2", BASE).status == 201
+    digests = {}
+    for caller in (a2p, user):
+        queued = caller.request("POST", f"{BASE}:export")
+        assert queued.status == 202, queued.data
+        drain_exports(related.services)
+        job = caller.request("GET", queued.data["status_url"]).data
+        assert job["status"] == "done", job
+        events = caller.request("GET", job["files_url"] + "events-000001.jsonl").body
+        digests[caller.key] = (sorted(json.loads(x)["digest"] for x in events.splitlines()), job)
+    seen, job = digests[A2P_AGENT_KEY]
+    assert seen == ["Insulin is cold in the fridge"]
+    assert job["complete"] is False
+    assert {"kind": "events", "reason": "1 events of classes above the caller's clearance"} in job[
+        "omitted"
+    ]
+    seen, job = digests[A2P_USER_KEY]
+    assert seen == ["Insulin is cold in the fridge", "Insulin pump settings"]
+    assert not any(o["kind"] == "events" for o in job["omitted"])

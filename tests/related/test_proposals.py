@@ -291,3 +291,33 @@ def test_the_compaction_job_removes_expired_proposals(a2p: ApiClient, related: W
     assert queue(a2p) == [] and content(a2p)["memories"]["a2p:semantic"] == []
     (change, *_) = a2p.as_key(A2P_USER_KEY).request("GET", MEMORIES + ":history").data["changes"]
     assert change["reason"] == "compaction" and "proposal_expired" in change["reason_codes"]
+
+
+def test_an_export_holds_the_pending_proposals_and_each_decision(a2p: ApiClient, related: World):
+    """Issue 27: the ``proposals`` part lists the queue and, beside the audit records,
+    each decided proposal with its decision."""
+    import json
+
+    from tests.api.test_export import drain_exports
+
+    propose(a2p, memory(1), "p1")
+    (first,) = queue(a2p)
+    user = a2p.as_key(A2P_USER_KEY)
+    assert review(user, first["proposal_id"], "approve").status == 200
+    etag = a2p.request("GET", MEMORIES).data["etag"]
+    propose(a2p, memory(2, "Works in Lisbon"), "p2", etag)
+    (second,) = queue(a2p)
+    queued = user.request("POST", f"{USER}:export")
+    assert queued.status == 202, queued.data
+    drain_exports(related.services)
+    job = user.request("GET", queued.data["status_url"]).data
+    assert job["status"] == "done", job
+    part = user.request("GET", job["files_url"] + "proposals-000001.jsonl").body
+    entries = [json.loads(x) for x in part.splitlines()]
+    decided = [e for e in entries if "decision" in e]
+    assert [e["proposal_id"] for e in decided] == [first["proposal_id"]]
+    assert decided[0]["decision"]["status"] == "approved"
+    pending = [e for e in entries if "decision" not in e]
+    assert [e["proposal_id"] for e in pending] == [second["proposal_id"]]
+    memory_md = user.request("GET", job["files_url"] + "memory.md").body.decode()
+    assert "Works in Lisbon" in memory_md.split("## Waiting for review")[1]

@@ -577,3 +577,35 @@ def test_why_needs_clearance_for_every_class_as_history_does(a2p: ApiClient):
     assert (refused.status, refused.error_code) == (403, "CLEARANCE_REQUIRED")
     (change,) = user.request("GET", MEMORIES + query).data["changes"]
     assert change["role"] == "origin" and change["evidence"] == EVIDENCE
+
+
+def test_an_export_below_a_documents_classes_holds_its_view_and_no_history(
+    a2p: ApiClient, related: World
+):
+    """Issue 27: an export honours a document's sensitivity classes for the asker: the
+    agent's archive holds the view it reads, no audit record (a past version would show
+    what the view hides), and says so; the user's holds the document whole."""
+    from tests.api.test_export import drain_exports
+
+    user = a2p.as_key(A2P_USER_KEY)
+    seed(user)
+    archives = {}
+    for caller in (a2p, user):
+        queued = caller.request("POST", f"{USER}:export")
+        assert queued.status == 202, queued.data
+        drain_exports(related.services)
+        job = caller.request("GET", queued.data["status_url"]).data
+        files = {n: caller.request("GET", job["files_url"] + n).body for n in job["files"]}
+        archives[caller.key] = (job, files)
+    job, files = archives[A2P_AGENT_KEY]
+    (line,) = files["documents-000001.jsonl"].splitlines()
+    memories = json.loads(line)["document"]["content"]["memories"]["a2p:semantic"]
+    assert [m["id"] for m in memories] == ["mem_2", "mem_4"]
+    assert "audit-000001.jsonl" not in files and job["complete"] is False
+    assert any(o["kind"] == "audit" for o in job["omitted"])
+    assert b"memory 1" not in files["memory.md"] and b"memory 3" not in files["memory.md"]
+    job, files = archives[A2P_USER_KEY]
+    (line,) = files["documents-000001.jsonl"].splitlines()
+    memories = json.loads(line)["document"]["content"]["memories"]["a2p:semantic"]
+    assert [m["id"] for m in memories] == ["mem_1", "mem_2", "mem_3", "mem_4"]
+    assert len(files["audit-000001.jsonl"].splitlines()) == 1

@@ -26,6 +26,8 @@ COMMANDS = (
     "hold",
     "migrate",
     "import",
+    "export",
+    "verify-export",
 )
 
 

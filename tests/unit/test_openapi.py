@@ -58,9 +58,10 @@ def test_every_http_function_is_an_operation_and_nothing_else():
 
 def _function_path(path: str) -> str:
     """The Functions route a documented path is served by: a document's ``:history``
-    (and ``:diff``, ``:revert``, ...) and a namespace's listing (the catch-all empty) are the
-    document's route."""
+    (and ``:diff``, ``:revert``, ...), a namespace's listing (the catch-all empty) and a
+    user's ``:export`` are the document's and the user's routes."""
     path = re.sub(r"(\{path\}):[a-z]+$", r"\1", path)
+    path = re.sub(r":export$", "", path)
     return path + "{path}" if path.endswith("/") else path
 
 

@@ -16,7 +16,9 @@ from memnet_client.auth import ApiKeyAuth, TokenAuth, TokenCredential
 from memnet_client.base import json_of
 from memnet_client.calls import Call
 from memnet_client.documents import DocumentsApi
+from memnet_client.exports import ExportsApi
 from memnet_client.governance import GovernanceApi
+from memnet_client.inventory import InventoryApi
 from memnet_client.memory import MemoryApi
 from memnet_client.models import JsonObject
 from memnet_client.proposals import ProposalsApi
@@ -53,7 +55,9 @@ def _check_transport_security(base_url: str, allow_http: bool) -> None:
         )
 
 
-class MemnetClient(DocumentsApi, MemoryApi, ReplaysApi, GovernanceApi, ProposalsApi):
+class MemnetClient(
+    DocumentsApi, MemoryApi, ReplaysApi, GovernanceApi, ProposalsApi, InventoryApi, ExportsApi
+):
     """A mem.net client.
 
     ``api_key`` or ``credential`` (an Azure ``TokenCredential`` such as

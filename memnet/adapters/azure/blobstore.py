@@ -185,7 +185,7 @@ class AzureBlobStore:
                 name_starts_with=prefix or None, results_per_page=limit
             ).by_page(continuation_token=continuation)
             page = next(pages, None)
-            items = tuple(BlobInfo(b.name, b.last_modified) for b in page or ())
+            items = tuple(BlobInfo(b.name, b.last_modified, b.size) for b in page or ())
         # by_page() is typed as a plain iterator; it is a PageIterator carrying the marker.
         token = getattr(pages, "continuation_token", None) if page is not None else None
         return BlobPage(items, str(token) if token else None)

@@ -210,10 +210,10 @@ class FileBlobStore:
 
     def _info(self, name: str) -> BlobInfo | None:
         try:
-            mtime = os.stat(os.path.join(self._content, name)).st_mtime
+            found = os.stat(os.path.join(self._content, name))
         except FileNotFoundError:
             return None
-        return BlobInfo(name, datetime.fromtimestamp(mtime, UTC))
+        return BlobInfo(name, datetime.fromtimestamp(found.st_mtime, UTC), found.st_size)
 
     def _path(self, name: str) -> str:
         _check_name(name)

@@ -108,8 +108,12 @@ class MemoryBlobStore:
         _check_prefix(prefix)
         with self._lock:
             names = self._listed(prefix, continuation, limit)
-            items = tuple(BlobInfo(name, self._blobs[name].written) for name in names)
+            items = tuple(self._info(name) for name in names)
         return BlobPage(items, names[-1] if len(names) == limit else None)
+
+    def _info(self, name: str) -> BlobInfo:
+        stored = self._blobs[name]
+        return BlobInfo(name, stored.written, len(stored.data))
 
     def remove_residue(self, prefix: str) -> Residue:
         """Nothing but blobs is kept here: nothing to remove."""

@@ -73,6 +73,18 @@ _QUERY: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,2048}$"},
         "description": "The continuation of the previous page.",
     },
+    "after": {
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,2048}$"},
+        "description": "The after cursor of the previous page (opaque).",
+    },
+    "inventory_limit": {
+        "name": "limit",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 100},
+    },
+    "conversation_id": {
+        "schema": IDENTIFIER,
+        "description": "Only events whose evidence or snapshot points at this conversation.",
+    },
     "lookup": {
         "schema": {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"},
         "description": "A lookup field the namespace's bindings declare (lookup_fields); "

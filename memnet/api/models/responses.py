@@ -351,6 +351,49 @@ class UnresolvedReplays(Closed):
     count: int
 
 
+class EventList(Closed):
+    events: list[EventRecord]
+    after: str | None = Field(description="The cursor of the next page; null: the last page.")
+
+
+class ListedSnapshot(Closed):
+    conversation_id: str
+    snapshot_id: str
+    stored_at: str
+    size: int | None
+    replay_id: str
+    replay_status: str | None
+
+
+class SnapshotList(Closed):
+    snapshots: list[ListedSnapshot]
+    after: str | None = Field(description="The cursor of the next page; null: the last page.")
+
+
+class ExportJob(Closed):
+    export_id: str
+    tenant_id: str
+    user_id: str
+    status: str = Field(description="queued, running, done or failed.")
+    requested_by: str
+    profile_id: str | None
+    created_at: str
+    updated_at: str
+    expires_at: str = Field(description="After it the export is gone (404).")
+    progress: dict[str, Any]
+    status_url: str
+    files_url: str | None = None
+    files: list[str] | None = Field(None, description="When done: the archive's files.")
+    complete: bool | None = None
+    omitted: list[dict[str, str]] | None = None
+    error: str | None = None
+
+
+class ExportDeleted(Closed):
+    export_id: str
+    deleted: bool
+
+
 # -- forgetting and holds ---------------------------------------------------------------------
 
 

@@ -46,6 +46,7 @@ class Route:
     tags: tuple[str, ...] = ()
     collection: bool = False
     operation: str = ""
+    media: tuple[str, ...] = ()  # a success that is a file, not JSON: its media types
 
 
 def _document(method: str, name: str, request: type[BaseModel], summary: str) -> Route:
@@ -158,4 +159,25 @@ ROUTES: tuple[Route, ...] = (
           "Clear a user's legal hold.", response=rs.Hold, tags=("admin",)),
     Route("list_holds", "GET", HOLD + "/holds", "The tenant's legal holds (admin).",
           response=rs.Holds, errors=(), tags=("admin",)),
+    # issue 27: listing what exists
+    Route("list_events", "GET", EVENTS, "A user's events in event id order, paged by cursor.",
+          response=rs.EventList, query=("inventory_limit", "after", "conversation_id"),
+          errors=(), tags=("events",)),
+    Route("list_snapshots", "GET", TENANT_USER + "/snapshots",
+          "A user's snapshots and replay status, no content (snapshots or admin).",
+          response=rs.SnapshotList, query=("inventory_limit", "after"), errors=(),
+          tags=("snapshots",)),
+    # issue 27: export
+    Route("request_export", "POST", TENANT_USER, "Queue an export of the user's memory.",
+          statuses=(202,), response=rs.ExportJob, query=("profile_id",), errors=(404, 405, 409),
+          response_headers=("Location",), suffix=":export", operation="request_export",
+          tags=("export",)),
+    Route("get_export", "GET", TENANT_USER + "/exports/{export_id}",
+          "An export's status and progress.", response=rs.ExportJob, tags=("export",)),
+    Route("delete_export", "DELETE", TENANT_USER + "/exports/{export_id}",
+          "Delete an export's archive.", response=rs.ExportDeleted, tags=("export",)),
+    Route("get_export_file", "GET", TENANT_USER + "/exports/{export_id}/files/{name}",
+          "One file of a finished export (manifest.json, a JSON Lines part, memory.md).",
+          errors=(404, 409), tags=("export",),
+          media=("application/json", "application/x-ndjson", "text/markdown")),
 )  # fmt: skip

@@ -106,21 +106,11 @@ class DocumentListing:
         if lookup is not None:
             _require_lookup(profile, where.namespace, lookup.name)
         marker = decode_token(continuation, where.namespace)
-        page = self._page(where.prefix, marker, limit)
+        page = page_at(self._blobs, where.prefix, marker, limit)
         now = self._clock.now()
         listed = (self._item(profile, where, info.name, now, lookup) for info in page.items)
         documents = tuple(item for item in listed if item is not None)
         return DocumentPage(documents, encode_token(where.namespace, page.continuation))
-
-    def _page(self, prefix: str, marker: str | None, limit: int) -> BlobPage:
-        try:
-            return self._blobs.list_page(prefix, marker, limit)
-        except (StorageUnavailable, BlobNotFound):
-            raise
-        except StorageError as error:
-            if marker is None:
-                raise
-            raise _bad_token() from error
 
     def _item(
         self,
@@ -201,6 +191,21 @@ def _require_namespace(profile: Profile, namespace: str) -> Binding:
     )
 
 
+def page_at(
+    blobs: BlobStore, prefix: str, marker: str | None, limit: int, field: str = "continuation"
+) -> BlobPage:
+    """One page of ``prefix`` from a client's ``marker``: a marker the store refuses
+    (a made-up Azure marker) is the client's bad cursor, 400 naming ``field``."""
+    try:
+        return blobs.list_page(prefix, marker, limit)
+    except (StorageUnavailable, BlobNotFound):
+        raise
+    except StorageError as error:
+        if marker is None:
+            raise
+        raise _bad_token(field) from error
+
+
 def encode_token(namespace: str, marker: str | None) -> str | None:
     """The client's continuation: the storage marker with the namespace it belongs to,
     so a token cannot be replayed against another namespace's listing."""
@@ -210,29 +215,29 @@ def encode_token(namespace: str, marker: str | None) -> str | None:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_token(token: str | None, namespace: str) -> str | None:
+def decode_token(token: str | None, namespace: str, field: str = "continuation") -> str | None:
     """The storage marker of a token :func:`encode_token` made for ``namespace``; 400
-    ``INVALID_QUERY`` for anything else."""
+    ``INVALID_QUERY`` naming the query parameter ``field`` for anything else."""
     if token is None:
         return None
     if not TOKEN.fullmatch(token):
-        raise _bad_token()
+        raise _bad_token(field)
     try:
         raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (binascii.Error, ValueError):
-        raise _bad_token() from None
+        raise _bad_token(field) from None
     if not isinstance(raw, dict) or set(raw) != {"ns", "marker"} or raw["ns"] != namespace:
-        raise _bad_token()
+        raise _bad_token(field)
     marker = raw["marker"]
     if not isinstance(marker, str) or not marker:
-        raise _bad_token()
+        raise _bad_token(field)
     return marker
 
 
-def _bad_token() -> BadRequest:
+def _bad_token(field: str = "continuation") -> BadRequest:
     return BadRequest(
-        "continuation must be the continuation of a previous page of this listing.",
+        f"{field} must be the cursor of a previous page of this listing.",
         code="INVALID_QUERY",
-        field="continuation",
-        location=["query", "continuation"],
+        field=field,
+        location=["query", field],
     )

@@ -21,7 +21,7 @@ import json
 import secrets
 from dataclasses import dataclass, replace
 
-from memnet.domain.layout import receipt_manifest_name, user_prefix
+from memnet.domain.layout import export_prefix, receipt_manifest_name, user_prefix
 from memnet.domain.timestamps import format_millis
 from memnet.ports import (
     BlobNotFound,
@@ -118,6 +118,8 @@ class Ledger:
             self._index.delete(state.tenant_id, state.user_id, list(batch.names))
             return
         prefix = user_prefix(state.tenant_id, state.user_id)
+        if batch.kind == "exports":  # the user's archives, kept beside its governance records
+            prefix = export_prefix(state.tenant_id, state.user_id)
         if batch.kind == "events":  # an index entry never outlives its event blob
             ids = [n.rsplit("/", 1)[-1].removesuffix(".json") for n in batch.names]
             self._index.delete(state.tenant_id, state.user_id, ids)

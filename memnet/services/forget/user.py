@@ -34,7 +34,7 @@ from typing import Any
 
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Conflict, NotFound
-from memnet.domain.layout import forget_job_name, receipt_name, user_prefix
+from memnet.domain.layout import export_prefix, forget_job_name, receipt_name, user_prefix
 from memnet.domain.timestamps import format_millis, parse_timestamp
 from memnet.ports import (
     BlobNotFound,
@@ -60,10 +60,13 @@ from memnet.services.forget.receipts import accepted, build_receipt, public_view
 from memnet.services.governance.holds import Held, LegalHolds
 from memnet.services.records import retrying
 
-# Deletion order: idempotency records first (a retried write must not replay a response
-# naming deleted data), index entries before their event blobs (an entry never outlives
-# its blob), audit last among the documents' data, then whatever else is left.
+# Deletion order: the user's exports first (copies of everything below, kept outside the
+# user's prefix: docs/export.md; no hold keeps a copy), then idempotency records (a
+# retried write must not replay a response naming deleted data), index entries before
+# their event blobs (an entry never outlives its blob), audit last among the documents'
+# data, then whatever else is left.
 KINDS = (
+    "exports",
     "idempotency",
     INDEX,
     "events",
@@ -317,6 +320,8 @@ class ForgetService:
             return
         prefix = user_prefix(state.tenant_id, state.user_id)
         listed, continuation = prefix + _PREFIXES.get(kind, kind + "/"), None
+        if kind == "exports":
+            listed = export_prefix(state.tenant_id, state.user_id)
         while True:
             page = self._blobs.list_page(listed, continuation, size * LIST_BATCHES)
             names = [info.name for info in page.items]

@@ -21,6 +21,7 @@ from memnet_client.models.documents import (
 )
 from memnet_client.models.events import Event, EventWrite, SearchHit, SearchResults
 from memnet_client.models.fields import JsonObject
+from memnet_client.models.inventory import EventList, ListedSnapshot, SnapshotList
 from memnet_client.models.jobs import Job, Replay
 from memnet_client.models.listing import DocumentList, ListedDocument
 from memnet_client.models.why import Why, WhyChange
@@ -45,4 +46,7 @@ __all__ = [
     "SearchResults",
     "Replay",
     "Job",
+    "EventList",
+    "ListedSnapshot",
+    "SnapshotList",
 ]
