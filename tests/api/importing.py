@@ -13,8 +13,9 @@ import pytest
 
 from memnet import bootstrap
 from memnet.bootstrap import Services
+from memnet.cli.export import DirectorySink
 from memnet.domain.audit_records import fold
-from memnet.domain.callers import ANY, Caller
+from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.layout import user_prefix
 from memnet.ports import EventQuery
 from memnet.services.transfer.importer import Mapping
@@ -68,6 +69,19 @@ def seed(services: Services) -> None:
 
 def archive_of(services: Services, directory: Path, tenant: str = "t1", user: str = "u1") -> Path:
     return archives.write_archive(services, tenant, user, directory, part_size=5)
+
+
+def exported(services: Services, directory: Path, tenant: str = "t1", user: str = "u1") -> Path:
+    """The user's archive as the real exporter writes it (``memnet export``'s path)."""
+    roles = frozenset({"read", "admin", "snapshots"})
+    operator = Caller(
+        "operator", frozenset({tenant}), frozenset({ANY}), roles, clearance=FULL_CLEARANCE
+    )
+    directory.mkdir(parents=True)
+    services.exports.export_to(
+        operator, (tenant, user), None, DirectorySink(directory), lambda kind, done: None
+    )
+    return directory
 
 
 def run(target: Services, directory: Path, mapping: Mapping = AS_NAMED) -> Any:

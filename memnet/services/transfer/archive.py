@@ -21,31 +21,16 @@ from typing import Any
 
 from memnet.domain.envelope import Json
 from memnet.domain.errors import BadRequest
+from memnet.domain.export_archive import FORMAT, KINDS, MANIFEST, PART_NAME, PART_RECORDS, Part
 from memnet.domain.identifiers import check_identifier
 
-FORMAT = "memnet-export/1"
-MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
-MAX_PART_RECORDS = 10_000  # the format's bound on one part
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one record; a longer line is refused, never read whole
-KINDS = ("audit", "documents", "events", "proposals", "replays", "receipts", "holds", "snapshots")
-_PART_NAME = re.compile(r"(?P<kind>[a-z]+)-(?P<seq>\d{6})\.jsonl")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class ArchiveRefused(BadRequest):
     """The archive cannot be imported as it is; nothing was written."""
-
-
-@dataclass(frozen=True)
-class Part:
-    """One part as the manifest lists it."""
-
-    name: str
-    kind: str
-    count: int
-    bytes: int
-    sha256: str
 
 
 @dataclass(frozen=True)
@@ -145,10 +130,10 @@ def _part(entry: Any) -> Part:
     count: Any = entry.get("count")
     size: Any = entry.get("bytes")
     sha: Any = entry.get("sha256")
-    found = _PART_NAME.fullmatch(name) if isinstance(name, str) else None
+    found = PART_NAME.fullmatch(name) if isinstance(name, str) else None
     if found is None or found["kind"] not in KINDS or entry.get("kind") != found["kind"]:
         raise _refused("ARCHIVE_INVALID", f"{MANIFEST}: part {str(name)[:80]!r} is not a part")
-    if not _count(count, MAX_PART_RECORDS) or not _count(size, None):
+    if not _count(count, PART_RECORDS) or not _count(size, None):
         raise _refused("ARCHIVE_INVALID", f"{MANIFEST}: {name}: count or bytes out of range")
     if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
         raise _refused("ARCHIVE_INVALID", f"{MANIFEST}: {name}: sha256 is not 64 hex digits")

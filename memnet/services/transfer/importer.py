@@ -27,13 +27,14 @@ from typing import Any
 from memnet.domain.audit_records import change_time
 from memnet.domain.envelope import Json
 from memnet.domain.errors import Conflict, Forbidden
+from memnet.domain.export_archive import Part
 from memnet.domain.identifiers import check_identifier
 from memnet.domain.layout import user_prefix
 from memnet.ports import Clock, PreconditionFailed
 from memnet.services.forget.tombstones import Tombstones
 from memnet.services.records import JsonRecords
 from memnet.services.search.index import JOB_BATCH
-from memnet.services.transfer.archive import Archive, Part, open_archive
+from memnet.services.transfer.archive import Archive, open_archive
 from memnet.services.transfer.archive_records import CHECKS, NOT_WRITTEN, relocated
 from memnet.services.transfer.import_ledger import DONE, ImportLedgers, ImportState, Ledger
 from memnet.services.transfer.import_writes import RecordWrites
