@@ -172,8 +172,10 @@ class Load:
         while time.monotonic() < deadline:
             try:
                 status, _, answer = request(self.server.port, method, path, body, **headers)
-            except (OSError, http.client.HTTPException):
-                time.sleep(0.02)  # killed, or not restarted yet: the same request again
+            except (OSError, http.client.HTTPException, ValueError):
+                # killed (an answer cut short reads as no JSON), or not restarted yet:
+                # the same request again, with the same key
+                time.sleep(0.02)
                 continue
             if status not in (200, 201):
                 self.problems.append(f"{method} {path}: {status} {answer}")
