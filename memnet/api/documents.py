@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 
 from memnet.api import listing, parsing
 from memnet.api.endpoint import RequestContext, endpoint
 from memnet.api.http import ApiRequest, ApiResponse
 from memnet.api.models.requests import PatchBody, PutBody
+from memnet.domain.audit_records import is_change_id
 from memnet.domain.callers import Caller
 from memnet.domain.document_model import Precondition, StoredDocument, WriteCommand
 from memnet.domain.errors import BadRequest, MethodNotAllowed
@@ -20,7 +20,6 @@ HISTORY_SUFFIX = ":history"
 WHY_SUFFIX = ":why"
 DIFF_SUFFIX = ":diff"
 REVERT_SUFFIX = ":revert"  # POST only (memnet.api.reverts)
-CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
 
 @endpoint()
@@ -54,7 +53,7 @@ def _read_body(found: StoredDocument) -> bytes:
 def version_query(request: ApiRequest, name: str) -> str | None:
     """A query parameter naming a version: a change id or an RFC 3339 instant."""
     value = request.query.get(name)
-    if value is None or CHANGE_ID.fullmatch(value):
+    if value is None or is_change_id(value):
         return value
     try:
         parse_timestamp(value, name)
@@ -87,7 +86,7 @@ def change_id_query(
         return None
     if value is not None and value == also:
         return value
-    if value is None or not CHANGE_ID.fullmatch(value):
+    if value is None or not is_change_id(value):
         spelled = "a change id" + (f" or {also}" if also else "")
         raise BadRequest(
             f"{name} must be {spelled}.",

@@ -11,15 +11,29 @@ derives it (the next record's ``pre_etag``, or the document's current ETag).
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from memnet.domain.envelope import EXPIRES_AT, FIELD_ORDER, Json, canonical
 from memnet.domain.layout import DocumentRef
 from memnet.domain.patching import apply_ops, parse_ops
+
+CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
+_LAST_MILLIS = int(datetime.max.replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def is_change_id(value: object) -> TypeGuard[str]:
+    """Whether ``value`` is a change id: its shape, and an instant a clock can name (its
+    time part past the year 9999 is no id :func:`new_change_id` mints)."""
+    return (
+        isinstance(value, str)
+        and CHANGE_ID.fullmatch(value) is not None
+        and int(value[4:16], 16) <= _LAST_MILLIS
+    )
 
 
 def new_change_id(now: datetime) -> str:

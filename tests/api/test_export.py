@@ -266,6 +266,23 @@ def test_forgetting_the_user_deletes_its_exports_and_refuses_new_ones(
     assert client.request("GET", job["status_url"]).status == 404
 
 
+def test_forgetting_a_conversation_deletes_the_users_exports_made_before(
+    client: ApiClient, services: Services
+):
+    """Every archive made before holds the conversation (its snapshot, events, what it
+    taught): the conversation's forget deletes them all and says so in its receipt."""
+    seed(client)
+    job = export(client, services)
+    privacy = client.as_key(PRIVACY_KEY)
+    reply = privacy.request("DELETE", f"{USER}/conversations/conv-1")
+    assert reply.status == 202, reply.data
+    drain_forget(services)
+    status = privacy.request("GET", f"{USER}/forget/conversations/conv-1").data
+    assert status["status"] == "done", status
+    assert list(services.blobs.list_names(export_prefix("t1", "u1"))) == []
+    assert client.request("GET", job["status_url"]).status == 404
+
+
 def test_a_message_that_failed_every_delivery_fails_the_job(client: ApiClient, services: Services):
     queued = client.request("POST", f"{USER}:export{PROFILE}").data
     (message,) = services.queue.receive(EXPORT_QUEUE, max_messages=16)

@@ -67,3 +67,15 @@ def test_a_malformed_as_of_is_a_bad_request(client: ApiClient):
     for at in ("chg_zz", "yesterday", "2026-01-01", "x" * 5000):
         reply = as_of(client, at)
         assert (reply.status, reply.data["error"]["code"]) == (400, "INVALID_QUERY"), at
+
+
+def test_a_change_id_past_the_year_9999_is_not_found_not_a_failure(client: ApiClient):
+    versions = written(client, 1)
+    far = "chg_ffffffffffff0000000000000000"
+    for url in (f"{doc_url()}?as_of={far}", f"{doc_url()}:diff?from={far}"):
+        reply = client.request("GET", url)
+        assert reply.status in (400, 404), (url, reply.status)
+    reply = client.request("GET", f"{doc_url()}:diff?from={versions[0][0]}&to={far}")
+    assert reply.status in (400, 404), reply.data
+    reply = client.request("GET", f"{doc_url()}:why?path=/preferences/0&as_of={far}")
+    assert reply.status in (400, 404), reply.data

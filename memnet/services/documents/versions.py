@@ -36,7 +36,7 @@ import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from memnet.domain.audit_records import AuditRecord, change_time
+from memnet.domain.audit_records import AuditRecord, change_time, is_change_id
 from memnet.domain.document_model import StoredDocument
 from memnet.domain.envelope import Json
 from memnet.domain.errors import Gone, NotFound
@@ -236,9 +236,9 @@ class Versions:
 
     def _position(self, ref: DocumentRef, index: VersionIndex, at: str) -> int:
         if at.startswith("chg_"):
-            position = index.positions.get(at)
+            position = index.positions.get(at) if is_change_id(at) else None
             if position is None:
-                if self._before_horizon(ref, change_time(at)):
+                if is_change_id(at) and self._before_horizon(ref, change_time(at)):
                     raise _truncated()
                 raise NotFound("No change of this document has this id.", code="CHANGE_NOT_FOUND")
         else:

@@ -10,7 +10,8 @@ scan got), ``documents`` (each changed document is one audited write through
 :meth:`~memnet.services.documents.service.DocumentService.patch` as ``memnet-forget``, reason
 ``forget_conversation``, If-Match and an idempotency key derived from the job and the
 document's change id; the write is recorded in the state first, so a rerun re-issues
-the identical request, which the key answers), then the receipt. Held kinds are kept.
+the identical request, which the key answers), ``exports`` (every archive of the user
+made so far holds the conversation: all are deleted), then the receipt. Held kinds are kept.
 Earlier audit records still hold what was learned until retention or a forget of the
 user removes them (docs/forgetting.md).
 """
@@ -26,7 +27,7 @@ from typing import Any
 
 from memnet.domain.callers import Caller
 from memnet.domain.errors import Conflict, NotFound
-from memnet.domain.layout import forget_conversation_job_name, user_prefix
+from memnet.domain.layout import export_prefix, forget_conversation_job_name, user_prefix
 from memnet.domain.retraction import Matcher, points_at
 from memnet.ports import BlobNotFound, BlobStore, Clock, MessageQueue, SearchIndex
 from memnet.services.documents.expiry import DocumentExpiry, shortest_ttl
@@ -39,7 +40,14 @@ from memnet.services.forget.user import RETRY_AFTER_POISON, ForgetService
 from memnet.services.governance.holds import LegalHolds
 from memnet.services.profiles.registry import ProfileRegistry
 
-PHASES: tuple[ConversationPhase, ...] = ("snapshots", "replays", "events", "documents", "finishing")
+PHASES: tuple[ConversationPhase, ...] = (
+    "snapshots",
+    "replays",
+    "events",
+    "documents",
+    "exports",  # copies of all the above (docs/export.md): an archive made before now
+    "finishing",
+)
 NEXT_PHASE: dict[str, ConversationPhase] = dict(pairwise(PHASES))
 TOMBSTONED = ("FORGET_IN_PROGRESS", "USER_RECENTLY_FORGOTTEN")
 BUSY_RETRY_SECONDS = 30
@@ -164,10 +172,13 @@ class ForgetConversation:
         return job, True
 
     def _batch(self, state: ForgetJob, phase: str) -> list[str]:
-        """The next names of the conversation's snapshots or replay records (deleted
-        names are gone, so listing again from the start resumes)."""
+        """The next names of the conversation's snapshots or replay records, or of the
+        user's exports (deleted names are gone, so listing again from the start resumes)."""
         prefix = user_prefix(state.tenant_id, state.user_id)
-        names = self._blobs.list_names(f"{prefix}{phase}/{state.conversation_id}/")
+        listed = f"{prefix}{phase}/{state.conversation_id}/"
+        if phase == "exports":  # the user's whole archives: each may hold the conversation
+            listed = export_prefix(state.tenant_id, state.user_id)
+        names = self._blobs.list_names(listed)
         return [n for _, n in zip(range(self._forget.settings.page_size), names, strict=False)]
 
     def _events(self, job: Job, deadline: float) -> tuple[Job, bool]:

@@ -23,7 +23,7 @@ from memnet.domain.layout import forget_conversation_job_name, forget_job_name
 Kind = Literal["forget_user", "forget_conversation"]
 Status = Literal["running", "done", "cancelled"]
 UserPhase = Literal["deleting", "verifying", "finishing"]
-ConversationPhase = Literal["snapshots", "replays", "events", "documents", "finishing"]
+ConversationPhase = Literal["snapshots", "replays", "events", "documents", "exports", "finishing"]
 ZERO_CHAIN = "00" * 32
 
 

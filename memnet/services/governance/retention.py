@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memnet.domain.audit_records import change_time
+from memnet.domain.audit_records import change_time, is_change_id
 from memnet.domain.errors import ConfigError
 from memnet.domain.layout import SnapshotRef
 from memnet.domain.retention import KINDS, Ceilings, RetentionPolicy, parse_ceilings
@@ -115,13 +114,12 @@ def classify(info: BlobInfo) -> Item | None:
     if _DEPTH.get(parts[4]) != len(parts) or not parts[-1].endswith(".json"):
         return None
     item = Item(info, parts[1], parts[3], parts[4])
-    if item.kind == "audit" and not _CHANGE_ID.fullmatch(item.leaf):
+    if item.kind == "audit" and not is_change_id(item.leaf):
         return None  # not a record the service wrote: its age cannot be trusted
     return item
 
 
 _DEPTH = {"snapshots": 7, "replays": 7, "events": 6, "audit": 6, "idempotency": 6}
-_CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 
 
 class RetentionService:

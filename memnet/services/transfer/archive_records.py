@@ -11,10 +11,9 @@ and snapshot ids, receipt ids) are checked as the API checks them.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from memnet.domain.audit_records import AuditRecord
+from memnet.domain.audit_records import AuditRecord, change_time, is_change_id
 from memnet.domain.envelope import Json
 from memnet.domain.errors import BadRequest
 from memnet.domain.event_model import parse_stored
@@ -24,7 +23,6 @@ from memnet.services.governance.holds import HOLD_KINDS, Hold
 from memnet.services.replay.records import ReplayRecord
 from memnet.services.transfer.archive import Archive, Check
 
-CHANGE_ID = re.compile(r"chg_[0-9a-f]{28}")
 HOLD_SCOPES = ("tenant", "user")
 
 
@@ -35,7 +33,10 @@ def _audit(record: Json, archive: Archive) -> None:
     _place(audit.ref.namespace, audit.ref.path)
     archive.findings.change_ids.add(audit.change_id)
     if audit.prev_change_id is not None:
-        archive.findings.missing_prev.add(_change_id(audit.prev_change_id))
+        prev = _change_id(audit.prev_change_id)
+        if change_time(prev) > change_time(audit.change_id):  # it would move the horizon on
+            raise _bad("a change follows one minted after it")
+        archive.findings.missing_prev.add(prev)
 
 
 def _documents(record: Json, archive: Archive) -> None:
@@ -130,8 +131,8 @@ def _place(namespace: Any, path: Any) -> None:
 
 
 def _change_id(value: Any) -> str:
-    if not isinstance(value, str) or not CHANGE_ID.fullmatch(value):
-        raise _bad("a change id is not chg_ and 28 hex digits")
+    if not is_change_id(value):
+        raise _bad("a change id is not chg_ and 28 hex digits of a time up to the year 9999")
     return value
 
 
