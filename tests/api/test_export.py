@@ -18,6 +18,7 @@ from memnet.api.workers import handle_export_job
 from memnet.bootstrap import Services
 from memnet.domain.export_archive import verify
 from memnet.domain.layout import export_prefix
+from memnet.ports import Condition
 from memnet.services.exports.service import EXPORT_QUEUE
 from tests.api.forgetting import TRANSCRIPT, build, clock_of, drain_forget, snapshot_url
 from tests.api.test_documents import create, patch
@@ -310,3 +311,38 @@ def test_a_running_export_stops_when_the_users_forget_starts(
     assert job["status"] == "failed" and job["error"] == "the user is being forgotten"
     drain_forget(services)
     assert list(services.blobs.list_names(export_prefix("t1", "u1"))) == []
+
+
+def test_an_export_holds_only_what_the_callers_profile_binds(
+    client: ApiClient, services: Services, tmp_path: Path
+):
+    """A document no binding of the caller's profile covers is a 404 to its reads: an
+    export by that caller, even an admin cleared for every class, leaves it out."""
+    from memnet.cli.export import DirectorySink
+    from memnet.domain.callers import Caller
+
+    seed(client)
+    stray = "tenants/t1/users/u1/documents/secretns/notes.json"
+    services.blobs.write(stray, b'{"content":{"secret":"x"}}', Condition.create_only())
+    admin = Caller(
+        "ops", frozenset({"t1"}), frozenset({"project-copilot-v1"}), frozenset({"read", "admin"})
+    )
+    out = tmp_path / "archive"
+    out.mkdir()
+    services.exports.export_to(
+        admin, ("t1", "u1"), "project-copilot-v1", DirectorySink(out), lambda *_: None
+    )
+    documents = (out / "documents-000001.jsonl").read_text()
+    assert "secretns" not in documents and "user_dynamic.json" in documents
+    assert "secretns" not in "".join(p.read_text() for p in out.glob("audit-*.jsonl"))
+
+
+def test_a_user_has_at_most_five_exports_kept_at_once(client: ApiClient, services: Services):
+    from memnet.services.exports.service import MAX_KEPT
+
+    queued = [client.request("POST", f"{USER}:export{PROFILE}") for _ in range(MAX_KEPT)]
+    assert [q.status for q in queued] == [202] * MAX_KEPT
+    refused = client.request("POST", f"{USER}:export{PROFILE}")
+    assert (refused.status, refused.error_code) == (409, "EXPORT_LIMIT")
+    assert client.request("DELETE", queued[0].data["status_url"]).status == 200
+    assert client.request("POST", f"{USER}:export{PROFILE}").status == 202

@@ -201,7 +201,7 @@ class ArchiveWriter:
         whole = self._caller.acting_clearance() == FULL_CLEARANCE or (
             governed is not None and views.sees_all(self._caller, governed.rules)
         )
-        if governed is None and not whole:
+        if governed is None and (self._profile is not None or not whole):
             self._omit("documents", f"{ref.namespace}/{ref.path}: no binding of the profile")
             return True  # said on its own line
         shown = (

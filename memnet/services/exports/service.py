@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from memnet.domain.callers import FULL_CLEARANCE, Caller
+from memnet.domain.callers import ANY, FULL_CLEARANCE, Caller
 from memnet.domain.errors import BadRequest, Conflict, NotFound
 from memnet.domain.export_archive import Manifest
 from memnet.domain.layout import export_file_name, export_job_name, export_prefix
@@ -49,6 +49,7 @@ from memnet.services.records import JsonRecords
 
 EXPORT_QUEUE = "memnet-export"
 KEEP_DAYS = 7
+MAX_KEPT = 5  # exports kept per user at once (queued, running or done)
 PROGRESS_EVERY = 5000  # records between two saves of the job's progress
 log = logging.getLogger("memnet.services.exports.service")
 
@@ -104,9 +105,16 @@ class ExportService:
     def request(
         self, caller: Caller, tenant_id: str, user_id: str, profile_id: str | None
     ) -> dict[str, Any]:
-        """Queue a new export (role ``read``; 409 while the user is being forgotten)."""
+        """Queue a new export (role ``read``; 409 while the user is being forgotten, and
+        while the user has :data:`MAX_KEPT` exports kept: each is a full copy to build)."""
         job = self._new_job(caller, tenant_id, user_id, profile_id)
-        self._purge_expired(tenant_id, user_id)
+        if self._purge_expired(tenant_id, user_id) >= MAX_KEPT:
+            raise Conflict(
+                f"This user has {MAX_KEPT} exports kept; delete one (DELETE its status URL) "
+                "or wait until one expires.",
+                code="EXPORT_LIMIT",
+                limit=MAX_KEPT,
+            )
         self._records.save(export_job_name(tenant_id, user_id, job["export_id"]), job, None)
         self._logged("export_requested", job)
         self._queue.send(EXPORT_QUEUE, json.dumps(_message(job)))
@@ -167,9 +175,10 @@ class ExportService:
 
     def profile_for(self, caller: Caller, profile_id: str | None) -> Profile | None:
         """The profile whose classes decide what of a document the caller sees: the one
-        named, or the caller's only one; none for a caller cleared for every class that
-        names none (it sees every document whole)."""
-        full = caller.acting_clearance() == FULL_CLEARANCE
+        named, or the caller's only one; none for a caller of every profile cleared for
+        every class that names none (it sees every document whole). A caller of some
+        profiles sees only the documents its profile binds, as its reads do."""
+        full = caller.acting_clearance() == FULL_CLEARANCE and ANY in caller.profiles
         if full and profile_id is None and not self._one_profile(caller):
             return None
         return self._registry.for_caller(caller, profile_id)
@@ -229,12 +238,17 @@ class ExportService:
     def _expired(self, job: dict[str, Any]) -> bool:
         return parse_timestamp(job["expires_at"], "expires_at") <= self._clock.now()
 
-    def _purge_expired(self, tenant_id: str, user_id: str) -> None:
+    def _purge_expired(self, tenant_id: str, user_id: str) -> int:
+        """Remove the user's expired exports; how many are kept."""
+        kept = 0
         for name in list(self._src.blobs.list_names(export_prefix(tenant_id, user_id))):
             if name.endswith("/job.json"):
                 found = self._records.read(name)
                 if found is not None and self._expired(found.value):
                     self._remove(tenant_id, user_id, found.value["export_id"])
+                elif found is not None:
+                    kept += 1
+        return kept
 
     def _remove(self, tenant_id: str, user_id: str, export_id: str) -> None:
         """The export's files, then its job (a crash between leaves a job whose files
