@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+import pytest
+
 from memnet.domain.audit_records import change_time
 from memnet.domain.timestamps import format_millis
+from memnet.services.documents import versions as versions_module
 from memnet.services.documents.versions import CHECKPOINT_EVERY
 from tests.api.test_documents import create, patch
 from tests.clients import ApiClient
@@ -79,3 +82,16 @@ def test_a_change_id_past_the_year_9999_is_not_found_not_a_failure(client: ApiCl
     assert reply.status in (400, 404), reply.data
     reply = client.request("GET", f"{doc_url()}:why?path=/preferences/0&as_of={far}")
     assert reply.status in (400, 404), reply.data
+
+
+def test_one_read_walks_back_at_most_max_walk_changes(
+    client: ApiClient, monkeypatch: pytest.MonkeyPatch
+):
+    """The bound on one request's work: an index built now reaches back MAX_WALK changes;
+    the newest versions read, older ones are past what it kept (410)."""
+    monkeypatch.setattr(versions_module, "MAX_WALK", 3)
+    versions = written(client, 5)
+    for change_id, document in versions[-1:]:
+        assert as_of(client, change_id).data["document"] == document
+    reply = as_of(client, versions[0][0])
+    assert reply.status in (404, 410), reply.data

@@ -35,6 +35,7 @@ import contextlib
 import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import islice
 
 from memnet.domain.audit_records import AuditRecord, change_time, is_change_id
 from memnet.domain.document_model import StoredDocument
@@ -48,6 +49,10 @@ from memnet.services.documents.audit import AuditLog
 from memnet.services.records import JsonRecords, dump
 
 CHECKPOINT_EVERY = 16  # a version folds at most this many records past a checkpoint
+# changes one request walks back to bring an index up to the head: a document changed more
+# often than this since its index was last read keeps only its newest MAX_WALK versions
+# readable (older ones answer 410 HISTORY_TRUNCATED, as past the audit horizon)
+MAX_WALK = 10_000
 FORGET_REASON = "forget_conversation"
 
 
@@ -177,7 +182,7 @@ class Versions:
         if index.head == head:
             return index
         newer: list[AuditRecord] = []
-        for record in self._audit.chain(ref, head):
+        for record in islice(self._audit.chain(ref, head), MAX_WALK):
             if record.change_id == index.head:
                 break
             newer.append(record)
