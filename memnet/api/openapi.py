@@ -111,7 +111,7 @@ def _parameters(route: Route) -> list[dict[str, Any]]:
     return [
         *path_parameters(openapi_path(route)),
         *(query_parameter(name) for name in route.query),
-        *(header_parameter(name) for name in route.headers),
+        *(header_parameter(name, route.headers) for name in route.headers),
     ]
 
 

@@ -185,8 +185,10 @@ def query_parameter(name: str) -> dict[str, Any]:
     return {"name": name, "in": "query", "required": False, **_QUERY[name]}
 
 
-def header_parameter(name: str) -> dict[str, Any]:
-    required = name == "Idempotency-Key"
+def header_parameter(name: str, headers: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``name`` among a route's ``headers``: If-Match is required where it is the only
+    precondition the route takes (a revert), not where If-None-Match is the other."""
+    required = name == "Idempotency-Key" or (name == "If-Match" and "If-None-Match" not in headers)
     return {"name": name, "in": "header", "required": required, **_REQUEST_HEADERS[name]}
 
 
