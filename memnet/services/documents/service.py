@@ -138,7 +138,7 @@ class DocumentService:
     def _past(
         self, caller: Caller, ref: DocumentRef, profile_id: str | None
     ) -> tuple[Governed, DocumentRef]:
-        """What reading a document's past needs (history, versions, diffs): the ``read``
+        """What reading a document's past needs (history, versions, diffs, why): the ``read``
         role and a caller who sees every sensitivity class; the binding's rules and
         where the document lives."""
         caller.require(ref.tenant_id, "read")
@@ -157,10 +157,7 @@ class DocumentService:
         """The changes that produced the value at ``path`` of the content, now or in the
         version ``as_of`` (``:why``; docs/decisions.md "Why a value is there"): read as
         history is, shown as history is."""
-        caller.require(ref.tenant_id, "read")
-        governed = self.resolve(caller, ref, profile_id, None)
-        views.require_full(caller, governed.rules)
-        scoped = scoped_ref(ref, governed.binding)
+        governed, scoped = self._past(caller, ref, profile_id)
         current = self._require(scoped)
         found = explain(self.versions, self._audit, scoped, current, path, as_of)
         return replace(found, changes=visible_changes(found.changes, caller, governed.binding))
