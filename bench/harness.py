@@ -3,6 +3,7 @@ a bounded concurrent load loop, latency statistics, and a description of the mac
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import itertools
 import json
@@ -19,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -323,3 +325,22 @@ def _os_name() -> str:
         if line.startswith("PRETTY_NAME="):
             return line.split("=", 1)[1].strip('"')
     return platform.system()
+
+
+def scale_main(name: str, doc: str, run: Callable[[int, int, bool], dict[str, Any]]) -> None:
+    """The command line of a benchmark of one user at scale (``bench.export``,
+    ``bench.transfer``): ``--events``, ``--changes``, ``--tracemalloc``, ``--out``; the
+    result printed and kept as ``{name}-{stamp}.json``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--changes", type=int, default=10_000)
+    parser.add_argument(
+        "--tracemalloc", action="store_true", help="also the Python heap's peak (slower)"
+    )
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results")
+    args = parser.parse_args()
+    result = run(args.events, args.changes, args.tracemalloc)
+    print(json.dumps(result, indent=2))
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"{name}-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n")

@@ -18,8 +18,6 @@ disk.
 
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 import time
 import tracemalloc
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.forget import RssSampler, peak_rss_mib, record
+from bench.harness import scale_main
 from memnet import bootstrap
 from memnet.bootstrap import Services
 from memnet.domain.layout import DocumentRef, user_prefix
@@ -118,21 +117,5 @@ def run(events: int, changes: int, trace: bool = False) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--changes", type=int, default=10_000)
-    parser.add_argument(
-        "--tracemalloc", action="store_true", help="also the Python heap's peak (slower)"
-    )
-    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results")
-    args = parser.parse_args()
-    result = run(args.events, args.changes, args.tracemalloc)
-    print(json.dumps(result, indent=2))
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"import-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n")
-
-
 if __name__ == "__main__":
-    main()
+    scale_main("import", __doc__ or "", run)
