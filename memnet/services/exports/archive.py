@@ -57,7 +57,6 @@ from memnet.services.proposals.review import ProposalReview
 from memnet.services.replay.snapshots import SnapshotService
 
 log = logging.getLogger("memnet.services.exports.archive")
-PAGE = 1000  # names per storage listing call
 PROGRESS_RECORDS = 1000  # records between two progress reports (and tombstone checks)
 RECENT_EVENTS = 50  # the newest events memory.md shows
 MARKDOWN_BYTES = 4 * 1024 * 1024  # memory.md stops (and says so) past this
@@ -155,16 +154,6 @@ class ArchiveWriter:
         self._md += lines
         self._md_size += size
 
-    def _names(self, prefix: str) -> Iterator[str]:
-        """Every blob name under ``prefix``, a listing page at a time."""
-        continuation = None
-        while True:
-            page = self._src.blobs.list_page(prefix, continuation, PAGE)
-            yield from (info.name for info in page.items)
-            continuation = page.continuation
-            if continuation is None:
-                return
-
     def _read(self, name: str) -> bytes | None:
         try:
             return self._src.blobs.read(name).data
@@ -180,7 +169,7 @@ class ArchiveWriter:
         self._say(["## Documents", ""])
         prefix = f"{user_prefix(self._tenant, self._user)}documents/"
         hidden = 0
-        for name in self._names(prefix):
+        for name in self._src.blobs.list_names(prefix):
             namespace, _, path = name[len(prefix) :].partition("/")
             data = self._read(name)
             if data is None or not path:
@@ -253,7 +242,7 @@ class ArchiveWriter:
         visible = self._src.classes.visible(self._caller)
         recent: deque[EventRecord] = deque(maxlen=RECENT_EVENTS)
         hidden = 0
-        for name in self._names(f"{user_prefix(self._tenant, self._user)}events/"):
+        for name in self._src.blobs.list_names(f"{user_prefix(self._tenant, self._user)}events/"):
             data = self._read(name)
             record = _event(data)
             if data is None or record is None:
@@ -296,7 +285,7 @@ class ArchiveWriter:
         if not self._may(role):
             self._omit(kind, f"the caller lacks the {role} role")
             return
-        for name in self._names(prefix):
+        for name in self._src.blobs.list_names(prefix):
             data = self._read(name)
             if data is not None:
                 self._add(kind, data)
@@ -306,7 +295,7 @@ class ArchiveWriter:
             self._omit("receipts", "the caller lacks the admin role")
             return
         prefix = f"{governance_prefix(self._tenant)}receipts/"
-        for name in self._names(prefix):
+        for name in self._src.blobs.list_names(prefix):
             if "/" in name[len(prefix) :]:
                 continue  # a receipt's manifest of hashed names, not a receipt
             data = self._read(name)
@@ -327,7 +316,9 @@ class ArchiveWriter:
             self._omit("snapshots", "the caller lacks the snapshots role")
             return
         hidden = 0
-        for name in self._names(f"{user_prefix(self._tenant, self._user)}snapshots/"):
+        for name in self._src.blobs.list_names(
+            f"{user_prefix(self._tenant, self._user)}snapshots/"
+        ):
             ref = SnapshotRef.of_blob(name)
             if ref is None:
                 continue
