@@ -12,6 +12,7 @@ import azurefunctions.extensions.bindings.blob as blob
 
 from memnet import bootstrap
 from memnet.api import (
+    console,
     context,
     documents,
     events,
@@ -58,6 +59,13 @@ def _call(
     )
     response = handler(request, services)
     return func.HttpResponse(response.body, status_code=response.status, headers=response.headers)
+
+
+@app.route(route="console/{*path}", methods=["GET"])
+def get_console(req: func.HttpRequest) -> func.HttpResponse:
+    """The console (docs/console.md): its page and its versioned assets; not an API
+    operation (it calls the public API like any client)."""
+    return _call(console.get_console, req)
 
 
 @app.route(route="v1/health", methods=["GET"])

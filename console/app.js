@@ -1,0 +1,119 @@
+// The console's shell: signing in, choosing whose memory to look at, and the pages
+// (docs/console.md). Routes live in the URL's fragment, `#/<tenant>/<user>/<page>?…`,
+// so a link names what it shows but never carries a credential.
+
+import { ApiError, call } from "./lib/api.js";
+import { fill, h } from "./lib/dom.js";
+import { credential, signIn, signOut } from "./lib/session.js";
+import { problem } from "./lib/ui.js";
+import { PAGES } from "./pages/index.js";
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const who = document.getElementById("who");
+let me = null; // GET /v1/me of the signed-in caller
+
+/** `#/t/u/page?x=1` as {tenant, user, page, params}. */
+export function parseRoute(hash = location.hash) {
+  const [route, search = ""] = hash.replace(/^#\/?/, "").split("?");
+  const [tenant, user, page] = route.split("/").map((part) => decodeURIComponent(part || ""));
+  return { tenant, user, page: page || "memory", params: new URLSearchParams(search) };
+}
+
+/** The fragment for a page of a user's memory. */
+export function routeOf(tenant, user, page, params = {}) {
+  const kept = Object.entries(params).filter(([, v]) => v !== undefined && v !== null && v !== "");
+  const search = kept.length ? "?" + new URLSearchParams(kept).toString() : "";
+  return `#/${encodeURIComponent(tenant)}/${encodeURIComponent(user)}/${page}${search}`;
+}
+
+async function show() {
+  if (!credential()) return showSignIn();
+  if (!me) {
+    try {
+      me = (await call("GET", "/v1/me")).body;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) {
+        signOut();
+        return showSignIn(error);
+      }
+      return fill(main, problem(error));
+    }
+  }
+  fill(who, h("span", {}, "Signed in as ", h("bdi", {}, me.caller_id), ` (${me.roles.join(", ") || "no roles"})`),
+    " ", h("button", { type: "button", onclick: () => { signOut(); me = null; location.hash = "#/"; show(); } }, "Sign out"));
+  const route = parseRoute();
+  if (!route.tenant || !route.user) return showChooser(route);
+  return showPage(route);
+}
+
+function showSignIn(error) {
+  fill(who);
+  fill(nav);
+  const key = h("input", { type: "password", name: "key", id: "api-key", autocomplete: "off", required: true });
+  const form = h("form", { class: "card", "aria-label": "Sign in" },
+    h("h1", {}, "Sign in"),
+    h("p", {}, "Use a mem.net API key. It stays in this tab only and is sent to this server alone."),
+    h("label", { for: "api-key" }, "API key"), key,
+    h("button", { type: "submit" }, "Sign in"),
+    error ? problem(error) : null,
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    signIn(key.value.trim());
+    me = null;
+    show();
+  });
+  fill(main, form);
+  key.focus();
+}
+
+function showChooser(route) {
+  fill(nav);
+  const tenants = me.tenants.filter((t) => t !== "*");
+  const tenant = me.tenants.includes("*") || tenants.length !== 1
+    ? h("input", { id: "tenant", name: "tenant", required: true, value: route.tenant || tenants[0] || "", autocomplete: "off" })
+    : h("input", { id: "tenant", name: "tenant", required: true, value: tenants[0], readonly: true });
+  const user = h("input", { id: "user", name: "user", required: true, value: me.user_id || "", autocomplete: "off" });
+  const form = h("form", { class: "card", "aria-label": "Choose a user" },
+    h("h1", {}, "Whose memory?"),
+    h("label", { for: "tenant" }, "Tenant"), tenant,
+    h("label", { for: "user" }, "User"), user,
+    h("button", { type: "submit" }, "Open"),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    location.hash = routeOf(tenant.value.trim(), user.value.trim(), "memory");
+  });
+  fill(main, form);
+}
+
+async function showPage(route) {
+  const page = PAGES.find((p) => p.id === route.page) || PAGES[0];
+  const profile = route.params.get("profile") || me.profiles[0] || null;
+  fill(nav, h("ul", {}, PAGES.map((p) => h("li", {},
+    h("a", { href: routeOf(route.tenant, route.user, p.id, { profile }), "aria-current": p === page ? "page" : null }, p.title)))),
+  h("p", { class: "muted" }, "User ", h("bdi", {}, route.user), " of tenant ", h("bdi", {}, route.tenant), " · ",
+    h("a", { href: "#/" }, "change")));
+  const view = {
+    me,
+    tenant: route.tenant,
+    user: route.user,
+    profile,
+    params: route.params,
+    go: (pageId, params = {}) => { location.hash = routeOf(route.tenant, route.user, pageId, { profile, ...params }); },
+    refresh: () => show(),
+  };
+  delete main.dataset.ready;
+  fill(main, h("p", { class: "busy", role: "status" }, "Loading…"));
+  document.title = `${page.title} · mem.net console`;
+  try {
+    fill(main, h("h1", {}, page.title), await page.render(view));
+  } catch (error) {
+    fill(main, h("h1", {}, page.title), problem(error));
+  }
+  main.dataset.ready = route.page;
+}
+
+window.addEventListener("hashchange", show);
+show();

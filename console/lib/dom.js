@@ -1,0 +1,107 @@
+// Building the page without markup strings (docs/console.md "Untrusted content").
+//
+// Everything the console shows from memory is untrusted text: it may come from a
+// prompt-injected conversation. So no string ever becomes HTML: elements are made with
+// createElement, text with text nodes, attributes from a short list of names, and event
+// handlers as functions. The page's Content Security Policy requires Trusted Types, so
+// an innerHTML assignment anywhere would throw instead of running.
+
+const ATTRIBUTES = new Set([
+  "class", "id", "for", "type", "name", "value", "placeholder", "role", "title", "lang",
+  "autocomplete", "min", "max", "step", "rows", "cols", "colspan", "scope", "tabindex",
+  "required", "disabled", "checked", "selected", "readonly", "multiple", "open",
+  "spellcheck", "inputmode", "pattern", "maxlength", "size", "dir", "hidden", "method",
+]);
+
+/** The longest run of a value's text shown before "show all" (a 1 MB string stays usable). */
+export const CLIP = 2000;
+
+/**
+ * An element: `h("button", {class: "x", onclick: fn}, "Save")`. Children are nodes,
+ * strings (as text), numbers, arrays of those, or null/undefined/false (skipped).
+ * Attribute names outside a fixed list are refused, as are `src`, `style` and any `href`
+ * but the console's own `#/` routes: no content can become a link or load anything.
+ */
+export function h(tag, props = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(props || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on") && typeof value === "function") {
+      element.addEventListener(name.slice(2), value);
+    } else if (name === "href" && String(value).startsWith("#/")) {
+      element.setAttribute("href", value); // the console's own routes only, never data
+    } else if (name === "dataset") {
+      Object.assign(element.dataset, value);
+    } else if (ATTRIBUTES.has(name) || name.startsWith("aria-") || name.startsWith("data-")) {
+      element.setAttribute(name, value === true ? "" : String(value));
+    } else {
+      throw new Error(`attribute not allowed: ${name}`);
+    }
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(element, child);
+    else if (child instanceof Node) element.appendChild(child);
+    else element.appendChild(document.createTextNode(String(child)));
+  }
+}
+
+/** Replace an element's children. */
+export function fill(element, ...children) {
+  element.replaceChildren();
+  append(element, children);
+  return element;
+}
+
+/**
+ * Untrusted text, isolated from its surroundings: a `<bdi>` keeps right-to-left overrides
+ * and marks inside it, and a value longer than CLIP shows its start with a button that
+ * shows the rest (as text, like the start).
+ */
+export function text(value, className = "value") {
+  const full = typeof value === "string" ? value : JSON.stringify(value);
+  if (full === undefined) return h("bdi", { class: className }, "—");
+  if (full.length <= CLIP) return h("bdi", { class: className }, full);
+  const shown = h("bdi", { class: className }, full.slice(0, CLIP));
+  const more = h("button", {
+    type: "button",
+    class: "link",
+    onclick: () => { fill(shown, full); more.remove(); },
+  }, `show all ${full.length.toLocaleString()} characters`);
+  return h("span", {}, shown, "… ", more);
+}
+
+/** A JSON value as indented text (each string isolated as untrusted text). */
+export function json(value) {
+  const full = JSON.stringify(value, null, 2) ?? "null";
+  if (full.length <= CLIP * 10) return h("pre", { class: "json" }, h("bdi", {}, full));
+  const pre = h("pre", { class: "json" }, h("bdi", {}, full.slice(0, CLIP * 10)));
+  const more = h("button", {
+    type: "button",
+    class: "link",
+    onclick: () => { fill(pre, h("bdi", {}, full)); more.remove(); },
+  }, `show all ${full.length.toLocaleString()} characters`);
+  return h("div", {}, pre, more);
+}
+
+/** A table: `columns` are [heading, (row) => cell]. */
+export function table(caption, columns, rows) {
+  return h("table", {},
+    h("caption", {}, caption),
+    h("thead", {}, h("tr", {}, columns.map(([heading]) => h("th", { scope: "col" }, heading)))),
+    h("tbody", {}, rows.map((row) => h("tr", {}, columns.map(([, cell]) => h("td", {}, cell(row)))))),
+  );
+}
+
+/** A time as the reader's local time, with the stored instant as its title. */
+export function when(instant) {
+  if (!instant) return h("span", {}, "—");
+  const date = new Date(instant);
+  const shown = Number.isNaN(date.getTime()) ? String(instant) : date.toLocaleString();
+  return h("time", { title: String(instant) }, shown);
+}
