@@ -18,6 +18,7 @@ from memnet.api import (
     events,
     exports,
     governance,
+    grants,
     health,
     inventory,
     openapi,
@@ -82,6 +83,18 @@ def get_health_details(req: func.HttpRequest) -> func.HttpResponse:
 def get_openapi(req: func.HttpRequest) -> func.HttpResponse:
     """The OpenAPI 3.1 document of these routes; unauthenticated, as /v1/health."""
     return _call(openapi.get_openapi, req)
+
+
+@app.route(route="v1/me", methods=["GET"])
+def get_me(req: func.HttpRequest) -> func.HttpResponse:
+    """Who the caller is: its roles, tenants and the profiles it may use (issue 28)."""
+    return _call(grants.get_me, req)
+
+
+@app.route(route="v1/profiles/{profile_id}", methods=["GET"])
+def get_profile(req: func.HttpRequest) -> func.HttpResponse:
+    """A profile as configured and the schemas its bindings name."""
+    return _call(grants.get_profile, req)
 
 
 @app.route(route=DOCUMENT_ROUTE, methods=["GET"])

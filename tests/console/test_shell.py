@@ -8,11 +8,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from playwright.sync_api import Page, expect
 
-from tests.console.steps import axe, sign_in
 from tests.conftest import ADMIN_KEY
+from tests.console.steps import axe, sign_in
 
 
 def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
@@ -80,8 +79,8 @@ def test_a_wrong_key_is_refused_and_said_so(page: Page) -> None:
 def test_choosing_a_user_opens_their_memory(page: Page) -> None:
     sign_in(page, ADMIN_KEY)
     axe(page)
-    page.get_by_label("Tenant").fill("t1")
-    page.get_by_label("User").fill("u-choose")
+    page.get_by_label("Tenant", exact=True).fill("t1")
+    page.get_by_label("User", exact=True).fill("u-choose")
     page.get_by_role("button", name="Open").click()
     page.locator("main[data-ready='memory']").wait_for()
     assert page.url.endswith("#/t1/u-choose/memory")
