@@ -79,6 +79,13 @@ def test_the_listing_pages_250_events_with_load_more(page: Page, host: ServedHos
     first.get_by_role("button", name="Details").click()
     expect(first.get_by_role("button", name="Details")).to_have_attribute("aria-expanded", "true")
     expect(first.locator("pre.json")).to_contain_text('"recorded_by": "dev-agent"')
+    # A search pages too: each "Load more" asks for more of the best (up to 100).
+    open_user(page, TENANT, user, "events", q="number", limit="20")
+    expect(status).to_have_text("20 shown")
+    page.get_by_role("button", name="Load more").click()
+    expect(status).to_have_text("40 shown")
+    found = shown(page).locator(".event-digest").all_inner_texts()
+    assert len(set(found)) == 40 and all(d.startswith("event number") for d in found)
 
 
 @pytest.mark.page_errors("status of 404")
