@@ -10,6 +10,7 @@ each as a failed load (``page_errors``), and the tests check what the page says 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -226,3 +227,28 @@ def test_what_a_callers_roles_rule_out_is_said_to_be_hidden(page: Page) -> None:
     )
     export = page.get_by_role("region", name="Export", exact=True)
     expect(export.get_by_role("note")).to_contain_text("needs the 'read' role")
+
+
+def test_only_object_urls_the_console_made_itself_become_links(page: Page) -> None:
+    """The download exception of dom.js h() is narrow: a `blob:` URL the console made with
+    ownObjectUrl is a link until revoked; any other `blob:`, `javascript:` or web URL is not."""
+    sign_in(page, AGENT_KEY)
+    found = re.search(r"/console/a/([0-9a-f]{16})/app\.js", page.content())
+    assert found is not None
+    result = page.evaluate(
+        """async (version) => {
+            const dom = await import(`/console/a/${version}/lib/dom.js`);
+            const refused = (href) => {
+                try { dom.h("a", {href}); return false; } catch { return true; }
+            };
+            const own = dom.ownObjectUrl(new Blob(["x"]));
+            const linked = dom.h("a", {href: own, download: "x.txt"}).getAttribute("href") === own;
+            const other = URL.createObjectURL(new Blob(["y"]));
+            const refusedBefore = [other, "javascript:alert(1)", "https://example.com/",
+                "blob:" + own].map(refused);
+            dom.revokeObjectUrl(own);
+            return {linked, refusedBefore, revoked: refused(own)};
+        }""",
+        found.group(1),
+    )
+    assert result == {"linked": True, "refusedBefore": [True, True, True, True], "revoked": True}
