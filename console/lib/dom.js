@@ -11,7 +11,30 @@ const ATTRIBUTES = new Set([
   "autocomplete", "min", "max", "step", "rows", "cols", "colspan", "scope", "tabindex",
   "required", "disabled", "checked", "selected", "readonly", "multiple", "open",
   "spellcheck", "inputmode", "pattern", "maxlength", "size", "dir", "hidden", "method",
+  "download",
 ]);
+
+/**
+ * Object URLs the console made itself (`ownObjectUrl`) for bytes it fetched from the API
+ * with the caller's credential, so that a person can save them (an export's files). They
+ * are the one exception to "no `href` but the console's own routes": a `blob:` URL is a
+ * local copy of bytes, never text from memory, and h() accepts one only if it is in this
+ * set, i.e. was made by URL.createObjectURL here. A `blob:` string from content is not.
+ */
+const OWN_OBJECT_URLS = new Set();
+
+/** An object URL for a Blob the console holds, which h() accepts as an `href`. */
+export function ownObjectUrl(blob) {
+  const url = URL.createObjectURL(blob);
+  OWN_OBJECT_URLS.add(url);
+  return url;
+}
+
+/** Let an object URL of ownObjectUrl go (the browser frees the bytes). */
+export function revokeObjectUrl(url) {
+  OWN_OBJECT_URLS.delete(url);
+  URL.revokeObjectURL(url);
+}
 
 /** The longest run of a value's text shown before "show all" (a 1 MB string stays usable). */
 export const CLIP = 2000;
@@ -20,7 +43,8 @@ export const CLIP = 2000;
  * An element: `h("button", {class: "x", onclick: fn}, "Save")`. Children are nodes,
  * strings (as text), numbers, arrays of those, or null/undefined/false (skipped).
  * Attribute names outside a fixed list are refused, as are `src`, `style` and any `href`
- * but the console's own `#/` routes: no content can become a link or load anything.
+ * but the console's own `#/` routes and object URLs it made itself (ownObjectUrl): no
+ * content can become a link or load anything.
  */
 export function h(tag, props = {}, ...children) {
   const element = document.createElement(tag);
@@ -30,6 +54,8 @@ export function h(tag, props = {}, ...children) {
       element.addEventListener(name.slice(2), value);
     } else if (name === "href" && String(value).startsWith("#/")) {
       element.setAttribute("href", value); // the console's own routes only, never data
+    } else if (name === "href" && OWN_OBJECT_URLS.has(value)) {
+      element.setAttribute("href", value); // a download the console fetched (ownObjectUrl)
     } else if (name === "dataset") {
       Object.assign(element.dataset, value);
     } else if (ATTRIBUTES.has(name) || name.startsWith("aria-") || name.startsWith("data-")) {
