@@ -267,14 +267,15 @@ function scrollable(node) {
 }
 
 /**
- * A document's facts: etag, when and by whom it was last written, its change, and its
- * size against the binding's `max_chars` and `array_limits`.
+ * A document's facts: etag (left out when null: a past version has none of its own),
+ * when and by whom it was last written, its change, and its size against the binding's
+ * `max_chars` and `array_limits`.
  */
 export function documentFacts(document, etag, binding) {
   const size = charCount(document);
   const limits = Object.entries((binding && binding.array_limits) || {});
   return h("dl", { class: "kv facts" },
-    row("ETag", h("code", {}, text(etag))),
+    etag ? row("ETag", h("code", {}, text(etag))) : null,
     row("Updated", when(document.updated_at)),
     row("Updated by", text(document.updated_by)),
     row("Change", h("code", {}, text(document.change_id))),

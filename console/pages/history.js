@@ -7,8 +7,8 @@
 import { call, idempotencyKey } from "../lib/api.js";
 import { fill, h, text, when } from "../lib/dom.js";
 import {
-  allDocuments, bindingsOf, documentFacts, documentPath, getDocument, jsonDetails, readable, row,
-  whyControl,
+  allDocuments, bindingsOf, documentFacts, documentPath, freshnessOf, getDocument, jsonDetails, readable,
+  row, whyControl,
 } from "../lib/documents.js";
 import { confirmAction, hidden, pager, problem, section } from "../lib/ui.js";
 import { loadProfile } from "./memory.js";
@@ -34,7 +34,8 @@ export async function render(view) {
     revertNotes(view.me, bindings));
   const said = flash;
   flash = null;
-  const context = { view, byId, notes };
+  const bindingOf = (doc) => byId.get((listed.documents.find((d) => d.doc === doc) || {}).binding_id);
+  const context = { view, profile, byId, bindingOf, notes };
   return h("div", { class: "history" },
     said ? h("p", { class: "done", role: "status" }, said) : null,
     notes,
@@ -43,7 +44,7 @@ export async function render(view) {
       h("p", { class: "muted" }, chosen ? ["Changes of ", h("code", {}, text(chosen)), ", newest first."]
         : "Changes of every document, newest first."),
       timelineList(context, documents)),
-    section("The document at a point in time", pointInTime(view, listed.documents, chosen)));
+    section("The document at a point in time", pointInTime(context, listed.documents, chosen)));
 }
 
 /** Who may revert: roles `read` and `write` and one of the binding's `revert_roles`. */
@@ -169,7 +170,7 @@ function changeBody(context, stream, change) {
     h("h3", {}, "What changed"),
     diffView(view, stream.doc, change),
     h("div", { class: "actions" },
-      h("button", { type: "button", onclick: () => showVersion(view, stream.doc, change.change_id, version) },
+      h("button", { type: "button", onclick: () => showVersion(context, stream.doc, change.change_id, version) },
         "View the document as of this change")),
     version,
     revertControls(context, stream, change));
@@ -201,7 +202,9 @@ export function opsList(ops) {
 }
 
 /** The document as it was after a change or at an instant (`GET {doc}?as_of=`). */
-async function showVersion(view, doc, asOf, out, level = 4) {
+async function showVersion(context, doc, asOf, out, level = 4) {
+  const { view, profile } = context;
+  const binding = context.bindingOf(doc);
   fill(out, h("p", { class: "busy", role: "status" }, "Reading…"));
   try {
     const answer = (await getDocument(view, doc, "", { as_of: asOf })).body;
@@ -209,8 +212,12 @@ async function showVersion(view, doc, asOf, out, level = 4) {
     fill(out, h("div", { class: "as-of", "aria-label": `${doc} as of ${asOf}`, role: "region" },
       h("p", {}, h("strong", {}, "As of "), h("code", {}, text(asOf)), ": the version of change ",
         h("code", {}, text(answer.change_id)), "."),
-      documentFacts(document, answer.latest_etag, null),
-      readable(document.content, { why: whyControl(view, doc, answer.change_id) }, level),
+      documentFacts(document, null, binding),
+      h("p", { class: "muted" }, "The latest version's ETag, which a revert sends: ", h("code", {}, text(answer.latest_etag))),
+      readable(document.content, {
+        why: whyControl(view, doc, answer.change_id),
+        freshness: binding ? freshnessOf(profile, binding) : null,
+      }, level),
       jsonDetails("As JSON", document, true)));
   } catch (error) {
     fill(out, problem(error));
@@ -289,7 +296,7 @@ function conflictNote(error) {
 }
 
 /** A datetime input that reads a document as it was at that instant (RFC 3339, UTC). */
-function pointInTime(view, documents, chosen) {
+function pointInTime(context, documents, chosen) {
   const select = h("select", { id: "as-of-doc", name: "doc", required: true },
     documents.map((d) => h("option", { value: d.doc, selected: d.doc === chosen }, d.doc)));
   const input = h("input", { id: "as-of-time", name: "at", type: "datetime-local", step: 1, required: true });
@@ -302,7 +309,7 @@ function pointInTime(view, documents, chosen) {
     event.preventDefault();
     const instant = new Date(input.value);
     if (Number.isNaN(instant.getTime())) return;
-    showVersion(view, select.value, instant.toISOString(), out, 3);
+    showVersion(context, select.value, instant.toISOString(), out, 3);
   });
   if (!documents.length) return h("p", { class: "muted" }, "No document has been written yet.");
   return h("div", {}, form, out);
