@@ -137,6 +137,24 @@ def test_revert_asks_first_and_cancel_writes_nothing(page: Page, host: ServedHos
     axe(page)
 
 
+@pytest.mark.page_errors("404", "412")
+def test_a_revert_after_someone_else_wrote_is_refused_and_said(
+    page: Page, host: ServedHost
+) -> None:
+    user = "u-history-stale"
+    made = three_changes(host, user)
+
+    sign_in(page)
+    open_user(page, TENANT, user, "history", doc=DYNAMIC)
+    row = open_change(page, made[-1]["change_id"])
+    patch(host, user, DYNAMIC, [replace("/preferences/1/text", "Replies in Portuguese")])
+    row.get_by_role("button", name="Revert to this version").click()
+    page.get_by_role("dialog").get_by_role("button", name="Revert").click()
+    expect(row.get_by_role("alert")).to_contain_text("ETAG_MISMATCH")
+    expect(row).to_contain_text("The document changed since this page was read")
+    assert changes(host, user)[0]["reason"] == "live_update"  # nothing written back
+
+
 @pytest.mark.page_errors("404", "409")  # 404: the favicon, see pytestmark
 def test_undo_takes_back_one_change_and_a_conflict_is_said(page: Page, host: ServedHost) -> None:
     user = "u-history-undo"
