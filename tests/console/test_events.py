@@ -9,7 +9,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import AGENT_KEY, PRIVACY_KEY
@@ -37,7 +36,6 @@ def shown(page: Page) -> Any:
     return page.locator("main ol.pager-list > li")
 
 
-@pytest.mark.page_errors("status of 404")  # Chromium's own /favicon.ico
 def test_the_listing_pages_250_events_with_load_more(page: Page, host: ServedHost) -> None:
     user = "u-events-paging"
     with ThreadPoolExecutor(4) as writers:  # ids are time-sortable: each thread writes in order
@@ -88,7 +86,6 @@ def test_the_listing_pages_250_events_with_load_more(page: Page, host: ServedHos
     assert len(set(found)) == 40 and all(d.startswith("event number") for d in found)
 
 
-@pytest.mark.page_errors("status of 404")
 def test_a_search_with_filters_finds_the_right_events(page: Page, host: ServedHost) -> None:
     user = "u-events-search"
     record(host, user, "Solr cluster sizing decided", service_id="svc-a", keywords=["infra"])
@@ -130,7 +127,6 @@ def test_a_search_with_filters_finds_the_right_events(page: Page, host: ServedHo
     expect(page.get_by_label("Keywords (comma-separated)")).to_have_value("infra")
 
 
-@pytest.mark.page_errors("status of 404")
 def test_one_conversations_events_are_listed(page: Page, host: ServedHost) -> None:
     user = "u-events-conversation"
     record(host, user, "from the first", evidence={"conversation_id": "conv-1"})
@@ -156,7 +152,6 @@ def test_one_conversations_events_are_listed(page: Page, host: ServedHost) -> No
     expect(page.get_by_role("alert")).to_contain_text("Search cannot filter by conversation")
 
 
-@pytest.mark.page_errors("status of 403", "status of 404")
 def test_a_caller_who_may_not_read_events_is_told_they_are_hidden(page: Page) -> None:
     sign_in(page, PRIVACY_KEY)
     open_user(page, TENANT, "u-events-hidden", "events")

@@ -5,7 +5,8 @@ and checked, then deleted; and what a caller's roles hide, said as hidden.
 
 The page asks the API rather than guessing from roles: the user's forget job answers 404
 for a user never forgotten, the holds 403 to a caller without ``admin``; the browser logs
-each as a failed load (``page_errors``), and the tests check what the page says of them."""
+each as a failed load (which the page fixture lets pass), and the tests check what the page
+says of them."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY
@@ -23,7 +23,6 @@ from tests.console.steps import api, axe, open_user, sign_in
 from tests.served import ServedHost, request
 
 TENANT = "t1"
-pytestmark = pytest.mark.page_errors("status of 404", "status of 403")
 
 
 def user_path(user: str, *rest: str) -> str:

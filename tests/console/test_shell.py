@@ -7,7 +7,6 @@ import re
 import urllib.error
 import urllib.request
 
-import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import ADMIN_KEY
@@ -66,7 +65,6 @@ def test_signing_in_keeps_the_key_out_of_the_url_and_out_of_storage_after_sign_o
     assert page.evaluate("() => sessionStorage.length") == 0
 
 
-@pytest.mark.page_errors("401")
 def test_a_wrong_key_is_refused_and_said_so(page: Page) -> None:
     page.goto("/console/")
     axe(page)
