@@ -15,12 +15,18 @@ and Trusted Types required, so no string can ever become markup: the console bui
 pages with DOM calls and text nodes (memory is untrusted text; docs/console.md
 "Untrusted content").
 
+When the app offers Entra ID sign-in (``MEMNET_CONSOLE_CLIENT_ID``), the page carries
+what MSAL needs in ``<meta name="memnet-entra" content="<JSON>">`` (the console's client
+id, the authority, the API's scope; empty otherwise): no route of its own, and nothing
+secret.
+
 Public: the files hold no data; everything the console shows comes from the public API,
 called with the signed-in person's credentials.
 
-Also here, the two public API routes a client (the console first) asks before it shows
-anything: who it is, ``GET /v1/me``, and what a profile holds,
-``GET /v1/profiles/{profile_id}``.
+The same module answers the two public routes the console reads first:
+
+What a client (the web console first; issue 28) asks before it shows anything: who it
+is, ``GET /v1/me``, and what a profile holds, ``GET /v1/profiles/{profile_id}``.
 
 Both are about no user's data, so a user's own (delegated) token may call them too
 (:func:`memnet.api.access.caller_of`, ``userless``). ``/v1/me`` answers the caller's
@@ -29,28 +35,32 @@ A profile and its schemas are configuration, never user data, and hold no secret
 (``memnet/domain/profile.schema.json`` admits no member that could): a caller that may
 use the profile, with a role that reads, gets them as configured. Which ids answer 404
 and which 403 is as for a document (docs/decisions.md, "Console (issue 28): the public
-routes it needs").
-"""
+routes it needs")."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import html
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from memnet.api import parsing
 from memnet.api.endpoint import RequestContext, ServicesSource, endpoint, public
 from memnet.api.http import ApiRequest, ApiResponse
-from memnet.domain.errors import Forbidden
+from memnet.domain.errors import Forbidden, MemnetError
 from memnet.domain.profiles import Profile
 from memnet.services.profiles.registry import ProfileRegistry
+from memnet.settings import Settings
 
 FOLDER = Path(__file__).resolve().parents[2] / "console"
 PAGE = "index.html"
 ASSETS = "a"  # /console/a/<version>/<file>
 VERSION_MARK = "%VERSION%"
+ENTRA_MARK = "%ENTRA%"  # the content of <meta name="memnet-entra">
 TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
@@ -65,7 +75,6 @@ POLICY = (
     "frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
 )
 IMMUTABLE = "public, max-age=31536000, immutable"
-PROFILE_ROLES = frozenset({"read", "review", "admin"})
 
 
 @dataclass(frozen=True)
@@ -106,6 +115,44 @@ def headers(content_type: str, cache: str, sign_in_origin: str | None = None) ->
     }
 
 
+def entra_sign_in(services: ServicesSource) -> dict[str, str] | None:
+    """What the page needs to sign people in with Entra ID (MSAL): the console's client
+    id, the authority and the API's scope; None when the app does not offer it, or
+    cannot start (the page still signs in with an API key, and says what the API answers)."""
+    try:
+        settings = services().settings
+    except MemnetError:
+        return None
+    return sign_in_config(settings)
+
+
+def sign_in_config(settings: Settings) -> dict[str, str] | None:
+    """Set when the API takes Entra tokens and the console has its own registration."""
+    client_id = settings.console_client_id
+    if not client_id or "entra" not in settings.auth_modes:
+        return None
+    return {
+        "clientId": client_id,
+        "authority": settings.console_authority,
+        "scope": settings.console_api_scope,
+    }
+
+
+def _page(served: Files, sign_in: dict[str, str] | None) -> ApiResponse:
+    """The page, naming this version's assets and carrying the sign-in settings; the
+    policy lets it reach the sign-in origin only when it signs in there."""
+    meta = html.escape(json.dumps(sign_in), quote=True) if sign_in else ""
+    page = served.files[PAGE].replace(VERSION_MARK.encode(), served.version.encode())
+    page = page.replace(ENTRA_MARK.encode(), meta.encode())
+    origin = _origin(sign_in["authority"]) if sign_in else None
+    return ApiResponse(200, page, headers(TYPES[".html"], "no-cache", origin))
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _not_found() -> ApiResponse:
     return ApiResponse(404, b"Not found.\n", headers("text/plain; charset=utf-8", "no-store"))
 
@@ -117,13 +164,15 @@ def get_console(request: ApiRequest, services: ServicesSource) -> ApiResponse:
     served = files()
     path = request.route_params.get("path", "")
     if path in ("", PAGE):
-        page = served.files[PAGE].replace(VERSION_MARK.encode(), served.version.encode())
-        return ApiResponse(200, page, headers(TYPES[".html"], "no-cache"))
+        return _page(served, entra_sign_in(services))
     prefix = f"{ASSETS}/{served.version}/"
     name = path[len(prefix) :] if path.startswith(prefix) else None
     if name is None or name == PAGE or name not in served.files:
         return _not_found()
     return ApiResponse(200, served.files[name], headers(TYPES[Path(name).suffix], IMMUTABLE))
+
+
+PROFILE_ROLES = frozenset({"read", "review", "admin"})
 
 
 @endpoint(metered=False, userless=True)
