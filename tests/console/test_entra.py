@@ -344,6 +344,17 @@ def test_signing_in_with_microsoft_reaches_the_api_with_the_token(
     axe(page)
 
 
+def test_signing_in_comes_back_to_the_page_asked_for(entra_page: Page, idp: Microsoft) -> None:
+    page = entra_page
+    route = f"#/acme/{USER_OID}/memory"
+    page.goto(f"/console/{route}")
+    page.get_by_role("button", name="Sign in with Microsoft").click()
+    page.locator("main[data-ready='memory']").wait_for()
+    assert page.url.endswith(f"/console/{route}")
+    assert "acme" not in " ".join(url for _, url in idp.seen)  # the route stays here
+    assert page.evaluate("() => sessionStorage.getItem('memnet.console.return')") is None
+
+
 def test_signing_out_clears_the_tab(entra_page: Page, idp: Microsoft) -> None:
     page = entra_page
     sign_in_with_microsoft(page)
