@@ -81,7 +81,7 @@ def test_choosing_a_user_opens_their_memory(page: Page) -> None:
     sign_in(page, ADMIN_KEY)
     axe(page)
     page.get_by_label("Tenant").fill("t1")
-    page.get_by_label("User").fill("u-choose")
+    page.get_by_label("User", exact=True).fill("u-choose")
     page.get_by_role("button", name="Open").click()
     page.locator("main[data-ready='memory']").wait_for()
     assert page.url.endswith("#/t1/u-choose/memory")
