@@ -8,11 +8,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from playwright.sync_api import Page, expect
 
-from tests.console.steps import axe, sign_in
 from tests.conftest import ADMIN_KEY
+from tests.console.steps import axe, sign_in
 
 
 def fetch(url: str) -> tuple[int, dict[str, str], bytes]:
