@@ -43,13 +43,19 @@ export async function startEntra(settings) {
   });
   await app.initialize();
   useProvider({ current: () => token, token: renew, signOut: forget });
-  const result = await app.handleRedirectPromise({ navigateToLoginRequestUrl: false });
+  let result;
+  try {
+    result = await app.handleRedirectPromise({ navigateToLoginRequestUrl: false });
+  } catch (error) {
+    await forget(); // a refused or broken sign-in leaves nothing behind
+    throw error;
+  }
   if (result) {
     app.setActiveAccount(result.account);
     token = result.accessToken;
     const route = sessionStorage.getItem(RETURN);
     sessionStorage.removeItem(RETURN);
-    return route;
+    return route && route.startsWith("#") ? route : null;
   }
   const account = app.getActiveAccount() || app.getAllAccounts()[0];
   if (account) {

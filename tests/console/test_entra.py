@@ -396,6 +396,7 @@ def test_a_refused_sign_in_is_said_so_and_leaves_no_token(entra_page: Page, idp:
     expect(page.get_by_role("alert")).to_contain_text("access_denied")
     expect(page.get_by_role("button", name="Sign in with Microsoft")).to_be_visible()
     assert "error" not in page.url and not idp.issued
+    assert page.evaluate("() => JSON.stringify(Object.entries(sessionStorage))") == "[]"
 
 
 @pytest.mark.page_errors("403")
