@@ -77,18 +77,29 @@ function redirectUri() {
   return new URL("/console/", location.origin).href;
 }
 
-/** The API access token, from MSAL's cache or renewed silently; null (signed out) when
- * MSAL cannot without the person (the session at Microsoft ended, consent withdrawn). */
+/** The API access token, from MSAL's cache or renewed with the refresh token; null
+ * (signed out) when that cannot be done without the person (the refresh token expired,
+ * consent withdrawn). Never MSAL's hidden-iframe renewal: the console's page refuses to
+ * be framed (frame-ancestors 'none'), so it could only time out. */
 async function renew() {
   const account = app && app.getActiveAccount();
   if (!account) return (token = null);
   try {
-    token = (await app.acquireTokenSilent({ account, scopes: [config.scope] })).accessToken;
+    const { CacheLookupPolicy } = globalThis.msal;
+    const cacheLookupPolicy = CacheLookupPolicy.AccessTokenAndRefreshToken;
+    const request = { account, scopes: [config.scope], cacheLookupPolicy };
+    token = (await app.acquireTokenSilent(request)).accessToken;
   } catch (error) {
-    if (!(error instanceof globalThis.msal.InteractionRequiredAuthError)) throw error;
+    if (!mustSignInAgain(error)) throw error; // say it (offline, Microsoft down), keep the account
     await forget();
   }
   return token;
+}
+
+/** Whether MSAL's failure means only the person can go on: an interaction is required,
+ * or the refresh token is refused (`invalid_grant`: expired, revoked). */
+function mustSignInAgain(error) {
+  return error instanceof globalThis.msal.InteractionRequiredAuthError || error.errorCode === "invalid_grant";
 }
 
 /** Sign out of the console: MSAL's tokens and accounts leave this tab's storage. The

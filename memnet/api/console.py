@@ -71,7 +71,7 @@ TYPES = {
 }
 POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "connect-src 'self'{connect}; frame-src{frames}; base-uri 'none'; form-action 'none'; "
+    "connect-src 'self'{connect}; frame-src 'none'; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
 )
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -101,7 +101,7 @@ def files() -> Files:
 
 def headers(content_type: str, cache: str, sign_in_origin: str | None = None) -> dict[str, str]:
     extra = f" {sign_in_origin}" if sign_in_origin else ""
-    policy = POLICY.format(connect=extra, frames=extra or " 'none'")
+    policy = POLICY.format(connect=extra)
     return {
         "Content-Type": content_type,
         "Cache-Control": cache,

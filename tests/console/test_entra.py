@@ -38,12 +38,13 @@ class Microsoft:
     """``https://login.microsoftonline.com`` as the browser sees it, for one tenant: every
     request is kept in ``seen`` (method and URL); ``expires_in`` is the lifetime of the
     access tokens it issues, ``roles`` their app roles; ``refuse`` makes the authorize step
-    answer an OAuth error."""
+    answer an OAuth error, ``refresh_expired`` the token endpoint refuse refresh tokens."""
 
     tenant: LocalEntra
     scope: str
     expires_in: int = 3600
     refuse: str | None = None
+    refresh_expired: bool = False
     roles: list[str] = field(default_factory=lambda: ["Memory.Read", "Memory.Write"])
     seen: list[tuple[str, str]] = field(default_factory=list)
     issued: list[str] = field(default_factory=list)  # access tokens, in order
@@ -102,6 +103,15 @@ class Microsoft:
             nonce = asked.get("nonce", "")
         else:
             assert form["grant_type"] == "refresh_token" and form["refresh_token"]
+            if self.refresh_expired:
+                refused = {
+                    "error": "invalid_grant",
+                    "error_description": "AADSTS700084: The refresh token was issued to a "
+                    "single page app (SPA), and therefore has a fixed, limited lifetime.",
+                    "error_codes": [700084],
+                }
+                self._json(route, refused, 400, self._cors(route.request))
+                return
         access = self._access_token()
         self.issued.append(access)
         body = {
@@ -305,7 +315,7 @@ def test_the_page_offers_entra_only_when_configured(base_url: str, entra_host: S
     assert re.fullmatch(rf"{LOGIN}/[0-9a-f-]{{36}}", config["authority"])
     assert config["scope"].startswith("api://") and config["scope"].endswith("/Memory.Access")
     assert directive(policy, "connect-src") == ["'self'", LOGIN]
-    assert directive(policy, "frame-src") == [LOGIN]
+    assert directive(policy, "frame-src") == ["'none'"]  # no silent iframe
     assert "require-trusted-types-for 'script'" in policy and "unsafe" not in policy
 
 
@@ -385,6 +395,21 @@ def test_an_expiring_token_is_renewed_before_a_call(entra_page: Page, idp: Micro
     tokens = [u for m, u in idp.seen if m == "POST" and urlsplit(u).path.endswith("/token")]
     assert len(tokens) == len(idp.issued)
     assert sent[-1] == f"Bearer {idp.issued[-1]}"
+
+
+@pytest.mark.page_errors("400")
+def test_when_the_refresh_token_has_expired_the_tab_is_signed_out(
+    entra_page: Page, idp: Microsoft
+) -> None:
+    idp.expires_in = 120  # to be renewed on the next load
+    page = entra_page
+    sign_in_with_microsoft(page)
+    idp.refresh_expired = True
+    page.reload()
+    expect(page.get_by_role("button", name="Sign in with Microsoft")).to_be_visible()
+    expect(page.get_by_text("Signed in as")).to_have_count(0)
+    assert page.evaluate("() => JSON.stringify(Object.entries(sessionStorage))") == "[]"
+    assert not [url for _, url in idp.seen if "prompt=none" in url]  # no hidden iframe
 
 
 @pytest.mark.page_errors("401")
