@@ -14,7 +14,7 @@ import httpx
 
 from memnet_client.auth import ApiKeyAuth, TokenAuth, TokenCredential
 from memnet_client.base import json_of
-from memnet_client.calls import Call
+from memnet_client.calls import Call, segment
 from memnet_client.documents import DocumentsApi
 from memnet_client.exports import ExportsApi
 from memnet_client.governance import GovernanceApi
@@ -104,6 +104,23 @@ class MemnetClient(
     def get_health(self) -> JsonObject:
         """``{"status": "ok"}`` when the service is up."""
         return self._send(Call("GET", "/v1/health", json_of))
+
+    def me(self) -> JsonObject:
+        """Who this client's credential is: ``{"caller_id", "roles", "tenants",
+        "profiles", "user_id", "clearance"}`` (``profiles``: the loaded profiles it may
+        use; ``user_id``: the user a user's own token acts for, else ``None``)."""
+        return self._send(Call("GET", "/v1/me", json_of))
+
+    def get_profile(self, profile_id: str | None = None) -> JsonObject:
+        """``{"profile_id", "profile", "schemas"}``: a profile as configured and the JSON
+        Schemas its bindings name (``schemas[schema_id][version]``); default, this
+        client's ``profile``. Roles ``read``, ``review`` or ``admin``; a profile the
+        caller may not use is :class:`Forbidden` (``PROFILE_FORBIDDEN``), an unknown one
+        it could use :class:`NotFound` (``PROFILE_NOT_FOUND``)."""
+        chosen = self.profile if profile_id is None else profile_id
+        if chosen is None:
+            raise ValueError("no profile: pass profile_id= or profile= to MemnetClient")
+        return self._send(Call("GET", f"/v1/profiles/{segment(chosen)}", json_of))
 
     def close(self) -> None:
         self._session.close()
