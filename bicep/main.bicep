@@ -44,6 +44,9 @@ param authModes string = 'entra'
 @description('Client id of the API\'s app registration (MEMNET_ENTRA_CLIENT_ID): App Service Authentication\'s Entra provider, with appservice auth only.')
 param entraClientId string = ''
 
+@description('Client id of the console\'s own single-page-app registration (MEMNET_CONSOLE_CLIENT_ID): set, the console at /console/ offers Entra ID sign-in; empty, API keys only.')
+param consoleClientId string = ''
+
 @minLength(1)
 @description('Accepted token audiences, comma separated (MEMNET_ENTRA_AUDIENCES), e.g. api://memnet. Required: the app refuses to start without it under entra auth.')
 param entraAudiences string
@@ -267,6 +270,7 @@ var memnetSettings = {
   MEMNET_AUTH: authModes
   MEMNET_ENTRA_TENANT_ID: tenant().tenantId
   MEMNET_ENTRA_AUDIENCES: entraAudiences
+  MEMNET_CONSOLE_CLIENT_ID: consoleClientId
   MEMNET_CALLERS_FILE: callersFile
   MEMNET_PROFILES_DIR: profilesDir
   MEMNET_QUOTA_USER_REQUESTS: string(quotaUserRequests)

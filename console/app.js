@@ -4,6 +4,7 @@
 
 import { ApiError, call } from "./lib/api.js";
 import { fill, h } from "./lib/dom.js";
+import { entraConfig, signInWithEntra, startEntra } from "./lib/entra.js";
 import { credential, signIn, signOut } from "./lib/session.js";
 import { problem } from "./lib/ui.js";
 import { PAGES } from "./pages/index.js";
@@ -11,7 +12,9 @@ import { PAGES } from "./pages/index.js";
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 const who = document.getElementById("who");
+const entra = entraConfig(); // Entra ID sign-in, when the app offers it (lib/entra.js)
 let me = null; // GET /v1/me of the signed-in caller
+let refused = null; // why the last Entra sign-in failed, shown until the next attempt
 
 /** `#/t/u/page?x=1` as {tenant, user, page, params}. */
 export function parseRoute(hash = location.hash) {
@@ -33,21 +36,30 @@ async function show() {
     try {
       me = (await call("GET", "/v1/me")).body;
     } catch (error) {
-      if (error instanceof ApiError && error.status === 401) {
-        signOut();
+      // Refused (401), or valid but granted nothing here (403: an Entra account whose
+      // application or roles mem.net does not accept): signed out, saying why.
+      if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
+        await signOut();
         return showSignIn(error);
       }
       return fill(main, problem(error));
     }
   }
   fill(who, h("span", {}, "Signed in as ", h("bdi", {}, me.caller_id), ` (${me.roles.join(", ") || "no roles"})`),
-    " ", h("button", { type: "button", onclick: () => { signOut(); me = null; location.hash = "#/"; show(); } }, "Sign out"));
+    " ", h("button", { type: "button", onclick: leave }, "Sign out"));
   const route = parseRoute();
   if (!route.tenant || !route.user) return showChooser(route);
   return showPage(route);
 }
 
-function showSignIn(error) {
+async function leave() {
+  await signOut();
+  me = null;
+  location.hash = "#/";
+  show();
+}
+
+function showSignIn(error = refused) {
   fill(who);
   fill(nav);
   const key = h("input", { type: "password", name: "key", id: "api-key", autocomplete: "off", required: true });
@@ -60,12 +72,32 @@ function showSignIn(error) {
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    refused = null;
     signIn(key.value.trim());
     me = null;
     show();
   });
-  fill(main, form);
+  fill(main, form, entra ? entraSignIn() : null);
   key.focus();
+}
+
+/** The other way in, when the app offers it: the person's organisation account. */
+function entraSignIn() {
+  const button = h("button", { type: "button" }, "Sign in with Microsoft");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    refused = null;
+    try {
+      await signInWithEntra(location.hash);
+    } catch (error) {
+      button.disabled = false;
+      button.after(problem(error));
+    }
+  });
+  return h("section", { class: "card", "aria-label": "Sign in with Entra ID" },
+    h("h2", {}, "Or with your organisation account"),
+    h("p", {}, "Entra ID: you sign in at Microsoft and come back here. The token stays in this tab only."),
+    button);
 }
 
 function showChooser(route) {
@@ -115,5 +147,19 @@ async function showPage(route) {
   main.dataset.ready = route.page;
 }
 
-window.addEventListener("hashchange", show);
-show();
+/** Finish an Entra sign-in coming back from Microsoft (its answer is in the fragment
+ * until MSAL takes it), then show the route. */
+async function start() {
+  if (entra) {
+    try {
+      const route = await startEntra(entra);
+      if (route) history.replaceState(null, "", route);
+    } catch (error) {
+      refused = error;
+    }
+  }
+  window.addEventListener("hashchange", show);
+  return show();
+}
+
+start();

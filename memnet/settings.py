@@ -31,6 +31,7 @@ AUTH_MODES = ("apikeys", "entra", "appservice")
 TELEMETRY_MODES = ("none", "console", "otlp", "azure")
 TOKEN_PARAMETERS = ("max_tokens", "max_completion_tokens")
 ENTRA_AUTHORITY = "https://login.microsoftonline.com"
+CONSOLE_SCOPE = "Memory.Access"  # the API's delegated scope (docs/identity.md)
 # The folder of function_app.py and host.json: memnet/ ships beside them (a deployment
 # package, or this repository), so it is the parent of this package.
 APP_ROOT = Path(__file__).resolve().parent.parent
@@ -221,6 +222,11 @@ class Settings:
     # Unset: the tenant's v2.0 OpenID configuration (entra_metadata).
     entra_metadata_url: str | None = setting("MEMNET_ENTRA_METADATA_URL", OPTIONAL)
     entra_leeway_seconds: int = setting("MEMNET_ENTRA_LEEWAY_SECONDS", INT, 60)
+    # The console's own (single-page app) registration: set, the console offers Entra
+    # sign-in (docs/console.md "Signing in with Entra ID").
+    console_client_id: str | None = setting("MEMNET_CONSOLE_CLIENT_ID", OPTIONAL)
+    # Unset: <the API's Application ID URI>/Memory.Access (console_api_scope).
+    console_scope: str | None = setting("MEMNET_CONSOLE_SCOPE", OPTIONAL)
     # Secrets not set here are read from this vault.
     keyvault_url: str | None = setting("MEMNET_KEYVAULT_URL", OPTIONAL)
     # Requests per window; 0: no quota.
@@ -271,6 +277,21 @@ class Settings:
             return self.entra_metadata_url
         tenant = self.entra_tenant_id
         return f"{ENTRA_AUTHORITY}/{tenant}/v2.0/.well-known/openid-configuration"
+
+    @property
+    def console_authority(self) -> str:
+        """Where the console signs people in: the tenant's authority."""
+        return f"{ENTRA_AUTHORITY}/{self.entra_tenant_id}"
+
+    @property
+    def console_api_scope(self) -> str:
+        """The delegated scope the console asks for: ``MEMNET_CONSOLE_SCOPE``, else the
+        scope ``Memory.Access`` (docs/identity.md) of the API's Application ID URI (the
+        first audience that is a URI, else the first audience)."""
+        if self.console_scope:
+            return self.console_scope
+        uris = [a for a in self.entra_audiences if "://" in a] or list(self.entra_audiences)
+        return f"{uris[0].rstrip('/')}/{CONSOLE_SCOPE}" if uris else CONSOLE_SCOPE
 
     @property
     def snapshot_key_file(self) -> Path:
@@ -369,6 +390,16 @@ NEEDS = (
         "MEMNET_ENTRA_AUDIENCES",
         "entra auth needs the API's audience(s)",
         lambda s: "entra" in s.auth_modes and not s.entra_audiences,
+    ),
+    Need(
+        "MEMNET_AUTH",
+        "the console's Entra sign-in (MEMNET_CONSOLE_CLIENT_ID) needs entra among the modes",
+        lambda s: bool(s.console_client_id) and "entra" not in s.auth_modes,
+    ),
+    Need(
+        "MEMNET_ENTRA_TENANT_ID",
+        "the console's Entra sign-in (MEMNET_CONSOLE_CLIENT_ID) signs people in to it",
+        lambda s: bool(s.console_client_id) and not s.entra_tenant_id,
     ),
     Need(
         "MEMNET_AUTH",

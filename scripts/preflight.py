@@ -10,6 +10,8 @@ then every request fails, because the app cannot start.
   ``entra`` or ``appservice``, an API-key entry for ``apikeys``.
 - ``appservice`` has the API's client id (``MEMNET_ENTRA_CLIENT_ID``), which App
   Service Authentication's Entra provider needs.
+- The console's Entra sign-in (``MEMNET_CONSOLE_CLIENT_ID``) has ``entra`` among the
+  modes and a delegated entry for the console's client id, for its users to map to.
 
 Each problem is one line naming the setting or file and what to do."""
 
@@ -91,6 +93,7 @@ def _startup_problems(
             a.strip() for a in env.get("MEMNET_ENTRA_AUDIENCES", "").split(",") if a.strip()
         ),
         app_service_auth_on=True,  # the template turns it on with appservice
+        console_client_id=env.get("MEMNET_CONSOLE_CLIENT_ID") or None,
     )
     try:
         settings.check()
@@ -98,7 +101,7 @@ def _startup_problems(
         entries = [entry for _, entry in read_entries(path)]
     except ConfigError as error:
         return [f"{error.source}: {error.field}: {error.problem}"]
-    return _mode_problems(path, modes, entries, root)
+    return _mode_problems(path, modes, entries, root) + _console_problems(path, settings, entries)
 
 
 def _mode_problems(
@@ -117,6 +120,22 @@ def _mode_problems(
     if "apikeys" in modes and not keys:
         found.append(f"{path.name}: MEMNET_AUTH names apikeys but no entry has key_sha256")
     return found
+
+
+def _console_problems(
+    path: Path, settings: Settings, entries: list[dict[str, object]]
+) -> list[str]:
+    """People signing in to the console are delegated callers of its client id: without
+    such an entry each of them would be refused (403 CALLER_NOT_REGISTERED)."""
+    client_id = settings.console_client_id
+    if not client_id or any(
+        e.get("entra_app_id") == client_id and e.get("delegated") is True for e in entries
+    ):
+        return []
+    return [
+        f"{path.name}: MEMNET_CONSOLE_CLIENT_ID is set but no entry has that entra_app_id "
+        'with "delegated": true (docs/console.md "Signing in with Entra ID")'
+    ]
 
 
 def _listed(text: str) -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 // The public API, as the Python client calls it (docs/api.md). The console has no route
 // of its own: every call here is one a client could make with the same credential.
 
-import { credential } from "./session.js";
+import { bearer } from "./session.js";
 
 /** An answer that is not 2xx, in the spec's error shape (`code`, `message`, `details`). */
 export class ApiError extends Error {
@@ -37,7 +37,7 @@ export function query(params) {
  */
 export async function call(method, target, options = {}) {
   const headers = { Accept: "application/json", ...(options.headers || {}) };
-  const secret = credential();
+  const secret = await bearer();
   if (secret) headers.Authorization = `Bearer ${secret}`;
   let body;
   if (options.body !== undefined) {

@@ -15,24 +15,34 @@ and Trusted Types required, so no string can ever become markup: the console bui
 pages with DOM calls and text nodes (memory is untrusted text; docs/console.md
 "Untrusted content").
 
+When the app offers Entra ID sign-in (``MEMNET_CONSOLE_CLIENT_ID``), the page carries
+what MSAL needs in ``<meta name="memnet-entra" content="<JSON>">`` (the console's client
+id, the authority, the API's scope; empty otherwise): no route of its own, and nothing
+secret.
+
 Public: the files hold no data; everything the console shows comes from the public API,
-called with the signed-in person's credentials.
-"""
+called with the signed-in person's credentials."""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import html
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from memnet.api.endpoint import ServicesSource, public
 from memnet.api.http import ApiRequest, ApiResponse
+from memnet.domain.errors import MemnetError
+from memnet.settings import Settings
 
 FOLDER = Path(__file__).resolve().parents[2] / "console"
 PAGE = "index.html"
 ASSETS = "a"  # /console/a/<version>/<file>
 VERSION_MARK = "%VERSION%"
+ENTRA_MARK = "%ENTRA%"  # the content of <meta name="memnet-entra">
 TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
@@ -43,7 +53,7 @@ TYPES = {
 }
 POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "connect-src 'self'{connect}; frame-src{frames}; base-uri 'none'; form-action 'none'; "
+    "connect-src 'self'{connect}; frame-src 'none'; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'; require-trusted-types-for 'script'; trusted-types 'none'"
 )
 IMMUTABLE = "public, max-age=31536000, immutable"
@@ -73,7 +83,7 @@ def files() -> Files:
 
 def headers(content_type: str, cache: str, sign_in_origin: str | None = None) -> dict[str, str]:
     extra = f" {sign_in_origin}" if sign_in_origin else ""
-    policy = POLICY.format(connect=extra, frames=extra or " 'none'")
+    policy = POLICY.format(connect=extra)
     return {
         "Content-Type": content_type,
         "Cache-Control": cache,
@@ -87,6 +97,44 @@ def headers(content_type: str, cache: str, sign_in_origin: str | None = None) ->
     }
 
 
+def entra_sign_in(services: ServicesSource) -> dict[str, str] | None:
+    """What the page needs to sign people in with Entra ID (MSAL): the console's client
+    id, the authority and the API's scope; None when the app does not offer it, or
+    cannot start (the page still signs in with an API key, and says what the API answers)."""
+    try:
+        settings = services().settings
+    except MemnetError:
+        return None
+    return sign_in_config(settings)
+
+
+def sign_in_config(settings: Settings) -> dict[str, str] | None:
+    """Set when the API takes Entra tokens and the console has its own registration."""
+    client_id = settings.console_client_id
+    if not client_id or "entra" not in settings.auth_modes:
+        return None
+    return {
+        "clientId": client_id,
+        "authority": settings.console_authority,
+        "scope": settings.console_api_scope,
+    }
+
+
+def _page(served: Files, sign_in: dict[str, str] | None) -> ApiResponse:
+    """The page, naming this version's assets and carrying the sign-in settings; the
+    policy lets it reach the sign-in origin only when it signs in there."""
+    meta = html.escape(json.dumps(sign_in), quote=True) if sign_in else ""
+    page = served.files[PAGE].replace(VERSION_MARK.encode(), served.version.encode())
+    page = page.replace(ENTRA_MARK.encode(), meta.encode())
+    origin = _origin(sign_in["authority"]) if sign_in else None
+    return ApiResponse(200, page, headers(TYPES[".html"], "no-cache", origin))
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _not_found() -> ApiResponse:
     return ApiResponse(404, b"Not found.\n", headers("text/plain; charset=utf-8", "no-store"))
 
@@ -98,8 +146,7 @@ def get_console(request: ApiRequest, services: ServicesSource) -> ApiResponse:
     served = files()
     path = request.route_params.get("path", "")
     if path in ("", PAGE):
-        page = served.files[PAGE].replace(VERSION_MARK.encode(), served.version.encode())
-        return ApiResponse(200, page, headers(TYPES[".html"], "no-cache"))
+        return _page(served, entra_sign_in(services))
     prefix = f"{ASSETS}/{served.version}/"
     name = path[len(prefix) :] if path.startswith(prefix) else None
     if name is None or name == PAGE or name not in served.files:

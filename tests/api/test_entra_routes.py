@@ -39,20 +39,23 @@ VALUES = {
 }
 
 
-# The health probe, the OpenAPI document and the console's files (they hold no data).
-UNAUTHENTICATED = ("/v1/health", "/v1/openapi.json", "/console/user_dynamic.json")
+UNAUTHENTICATED = ("/v1/health", "/v1/openapi.json")
+PUBLIC_PREFIXES = ("console/",)  # the console's files (docs/console.md): no data, no caller
 USERLESS = ("/v1/me", "/v1/profiles/project-copilot-v1")
 """Routes about no user's data, which a user's own token may call (who the caller is, a
 profile's configuration): a token for another user is no refusal there."""
 
 
 def authenticated_routes() -> list[tuple[str, str]]:
-    """(method, path) of every HTTP function but the unauthenticated ones."""
+    """(method, path) of every HTTP function but the unauthenticated health probe,
+    OpenAPI document and console files."""
     import function_app
     from funchost import functions_of
 
     found = []
     for route in functions_of(function_app.app).http_routes:
+        if route.route.startswith(PUBLIC_PREFIXES):
+            continue
         path = "/" + re.sub(r"\{([^}]+)\}", lambda m: VALUES[m.group(1)], route.route)
         found += [(method, path) for method in route.methods if path not in UNAUTHENTICATED]
     return sorted(found)

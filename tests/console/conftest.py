@@ -6,14 +6,17 @@ in ``.pytest-logs/console/`` when it fails."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
 
 from tests.conftest import REPO
+from tests.oidc import LocalEntra
 from tests.served import ServedHost
 
 SHOTS = REPO / ".pytest-logs" / "console"
@@ -84,6 +87,14 @@ _FAILED = pytest.StashKey[bool]()
 @pytest.fixture
 def page(browser: Browser, base_url: str, request: pytest.FixtureRequest) -> Iterator[Page]:
     """A fresh tab of a fresh context; the test fails on any error the page logs."""
+    with open_tab(browser, base_url, request) as tab:
+        yield tab
+
+
+@contextmanager
+def open_tab(browser: Browser, base_url: str, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A tab of a fresh context on ``base_url``; the test fails on any error the page
+    logs, and leaves a screenshot when it fails."""
     context = browser.new_context(base_url=base_url, viewport={"width": 1280, "height": 900})
     tab = context.new_page()
     errors: list[str] = []
@@ -108,3 +119,61 @@ page, which the tests check; a request that fails to reach the server is still a
 def _keep_error(message: ConsoleMessage, errors: list[str]) -> None:
     if message.type == "error" and not message.text.startswith(ANSWERED):
         errors.append(message.text)
+
+
+# Entra ID sign-in (tests/console/test_entra.py): the console's own app registration, and
+# the caller its users' tokens map to.
+CONSOLE_CLIENT_ID = "c0c0c0c0-0000-4000-8000-000000000028"
+CONSOLE_CALLER = "console-people"
+
+
+@pytest.fixture(scope="session")
+def entra_tenant() -> Iterator[LocalEntra]:
+    """The tenant's signing keys, OpenID configuration and JWKS (tests/oidc.py), served on
+    127.0.0.1 for the host; the browser's view of Microsoft is routed in the tests."""
+    with LocalEntra() as tenant:
+        yield tenant
+
+
+@pytest.fixture(scope="session")
+def entra_host(
+    tmp_path_factory: pytest.TempPathFactory, entra_tenant: LocalEntra
+) -> Iterator[ServedHost]:
+    """A second local host that takes the local tenant's tokens besides the development
+    keys (``MEMNET_AUTH=entra,apikeys``) and offers the console's Entra sign-in
+    (``MEMNET_CONSOLE_CLIENT_ID``). People signing in to the console are the delegated
+    caller ``console-people`` of tenant ``acme``."""
+    folder = tmp_path_factory.mktemp("console-entra")
+    callers = json.loads((REPO / "callers.dev.json").read_text(encoding="utf-8"))["callers"]
+    people = {
+        "caller_id": CONSOLE_CALLER,
+        "entra_app_id": CONSOLE_CLIENT_ID,
+        "tenants": ["acme"],
+        "profiles": ["*"],
+        "roles": ["read", "write"],
+        "delegated": True,
+    }
+    (folder / "callers.json").write_text(json.dumps({"callers": [*callers, people]}))
+    settings = {
+        **SETTINGS,
+        "MEMNET_CALLERS_FILE": str(folder / "callers.json"),
+        "MEMNET_AUTH": "entra,apikeys",
+        "MEMNET_ENTRA_TENANT_ID": entra_tenant.tenant_id,
+        "MEMNET_ENTRA_METADATA_URL": entra_tenant.metadata_url,
+        "MEMNET_ENTRA_AUDIENCES": entra_tenant.audience,
+        "MEMNET_CONSOLE_CLIENT_ID": CONSOLE_CLIENT_ID,
+    }
+    args = ["--data-dir", str(folder / "data"), "--settings", "none.json"]
+    served = ServedHost(folder / "host.log", args, settings)
+    served.start()
+    yield served
+    served.stop()
+
+
+@pytest.fixture
+def entra_page(
+    browser: Browser, entra_host: ServedHost, request: pytest.FixtureRequest
+) -> Iterator[Page]:
+    """A fresh tab on the Entra host, as ``page`` is on the default one."""
+    with open_tab(browser, f"http://127.0.0.1:{entra_host.port}", request) as tab:
+        yield tab

@@ -72,6 +72,7 @@ DEFAULTED = {
     "MEMNET_FORGET_QUIET_SECONDS": "spec default",
     "MEMNET_ENTRA_METADATA_URL": "derived from MEMNET_ENTRA_TENANT_ID",
     "MEMNET_ENTRA_LEEWAY_SECONDS": "code default (60 s)",
+    "MEMNET_CONSOLE_SCOPE": "derived from MEMNET_ENTRA_AUDIENCES; extraAppSettings for another",
     "MEMNET_EMBEDDER": "hybrid search is off by default: extraAppSettings to turn it on",
     "MEMNET_EMBEDDER_BASE_URL": "embedder openai only: extraAppSettings",
     "MEMNET_EMBEDDER_ENDPOINT": "embedder azure-openai only: extraAppSettings",

@@ -146,6 +146,18 @@ def test_appservice_needs_the_apis_client_id(repo: Path) -> None:
     assert preflight.problems({**env, "MEMNET_ENTRA_CLIENT_ID": "c"}, repo) == []
 
 
+def test_the_consoles_entra_sign_in_needs_entra_and_a_delegated_entry(repo: Path) -> None:
+    console = {**SERVICE, "caller_id": "console", "entra_app_id": "c0", "delegated": True}
+    env = {**ENTRA, "MEMNET_CONSOLE_CLIENT_ID": "c0"}
+    registry(repo, SERVICE)
+    (problem,) = preflight.problems(env, repo)
+    assert "MEMNET_CONSOLE_CLIENT_ID is set but no entry" in problem
+    registry(repo, SERVICE, console, KEYED)
+    assert preflight.problems(env, repo) == []
+    (problem,) = preflight.problems({**env, "MEMNET_AUTH": "apikeys"}, repo)
+    assert "MEMNET_AUTH" in problem and "console" in problem
+
+
 def test_the_check_hook_fails_with_the_cause(capsys: pytest.CaptureFixture[str]) -> None:
     env = {**ENTRA, "MEMNET_CALLERS_FILE": "no-such-callers.json"}
     assert azd_hooks.main(["check"], env) == 1
