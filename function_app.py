@@ -84,6 +84,18 @@ def get_openapi(req: func.HttpRequest) -> func.HttpResponse:
     return _call(openapi.get_openapi, req)
 
 
+@app.route(route="v1/me", methods=["GET"])
+def get_me(req: func.HttpRequest) -> func.HttpResponse:
+    """Who the caller is: its roles, tenants and the profiles it may use (issue 28)."""
+    return _call(console.get_me, req)
+
+
+@app.route(route="v1/profiles/{profile_id}", methods=["GET"])
+def get_profile(req: func.HttpRequest) -> func.HttpResponse:
+    """A profile as configured and the schemas its bindings name."""
+    return _call(console.get_profile, req)
+
+
 @app.route(route=DOCUMENT_ROUTE, methods=["GET"])
 def get_document(req: func.HttpRequest) -> func.HttpResponse:
     """Read a document (spec 10.1); a path ending in ``:history`` lists its changes, one

@@ -18,16 +18,24 @@ from memnet.domain.identifiers import SEGMENT
 
 
 def caller_of(
-    request: ApiRequest, services: Services, *, write: bool | None = None, metered: bool = True
+    request: ApiRequest,
+    services: Services,
+    *,
+    write: bool | None = None,
+    metered: bool = True,
+    userless: bool = False,
 ) -> Caller:
     """The authenticated caller; ``write`` defaults to "not a GET" (the POSTs that only
-    read, search and context assembly, say ``write=False``)."""
+    read, search and context assembly, say ``write=False``). ``userless``: a route about
+    no user's data (who the caller is, a profile's configuration), which a user's own
+    token may call too; any other route without a user refuses such a token."""
     caller = services.authenticator.authenticate(request.headers)
     tenant_id = request.route_params.get("tenant_id")
     # ``users/{user_id}:export`` fills the parameter with the suffix: the user is before
     # it (a user id holds no ``:``)
     user_id = (request.route_params.get("user_id") or "").partition(":")[0] or None
-    caller.require_user(user_id)
+    if not userless:
+        caller.require_user(user_id)
     if metered:
         writes = request.method != "GET" if write is None else write
         mine = _may_spend(caller, tenant_id, user_id, writes)

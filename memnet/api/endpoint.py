@@ -60,14 +60,17 @@ def _internal(request_id: str) -> ApiResponse:
     return error_response(MemnetError("Internal error; quote the request id."), request_id)
 
 
-def endpoint(*, write: bool | None = None, metered: bool = True) -> Callable[[Handler], Endpoint]:
+def endpoint(
+    *, write: bool | None = None, metered: bool = True, userless: bool = False
+) -> Callable[[Handler], Endpoint]:
     """Wrap ``handler(request, context)``: the caller authenticated first (401 before
-    anything else), as :func:`memnet.api.access.caller_of` with ``write`` and ``metered``."""
+    anything else), as :func:`memnet.api.access.caller_of` with ``write``, ``metered``
+    and ``userless``."""
 
     def wrap(handler: Handler) -> Endpoint:
         def answer(request: ApiRequest, source: ServicesSource, request_id: str) -> ApiResponse:
             services = source()
-            caller = caller_of(request, services, write=write, metered=metered)
+            caller = caller_of(request, services, write=write, metered=metered, userless=userless)
             return handler(request, RequestContext(services, caller, request_id))
 
         return _served(handler, answer)

@@ -75,7 +75,11 @@ class Caller:
                 "Caller may not use this profile.", code="PROFILE_FORBIDDEN", profile_id=profile_id
             )
 
+    def usable_profiles(self, known: list[str]) -> list[str]:
+        """The profiles among ``known`` this caller may use, in ``known``'s order."""
+        return [p for p in known if ANY in self.profiles or p in self.profiles]
+
     def default_profile(self, known: list[str]) -> str | None:
         """The one profile this caller can use among ``known``, if there is exactly one."""
-        usable = [p for p in known if ANY in self.profiles or p in self.profiles]
+        usable = self.usable_profiles(known)
         return usable[0] if len(usable) == 1 else None

@@ -232,6 +232,10 @@ def test_every_route_answers_as_its_openapi_operation_says(agent: Checked, servi
     assert agent.as_key(None).request("GET", "/v1/health").status == 200
     assert agent.as_key(None).request("GET", "/v1/openapi.json").status == 200
     assert agent.as_key(ADMIN_KEY).request("GET", "/v1/health/details").status == 200
+    assert agent.request("GET", "/v1/me").status == 200
+    assert agent.request("GET", "/v1/profiles/project-copilot-v1").status == 200
+    assert agent.request("GET", "/v1/profiles/nope").status == 403
+    assert agent.as_key(ADMIN_KEY).request("GET", "/v1/profiles/nope").status == 404
     _documents(agent)
     _context_and_events(agent)
     _snapshots(agent)

@@ -71,6 +71,31 @@ class HealthDetails(Closed):
     embedder: EmbedderHealth
 
 
+# -- the caller and its profiles (issue 28) ----------------------------------------------------
+
+
+class Me(Closed):
+    """``GET /v1/me``: the caller's own grant, nothing about another caller."""
+
+    caller_id: str
+    roles: list[str] = Field(description="Sorted.")
+    tenants: list[str] = Field(description="Sorted; ['*']: any tenant.")
+    profiles: list[str] = Field(
+        description="The loaded profiles this caller may use, sorted (a grant of '*': every one)."
+    )
+    user_id: str | None = Field(description="The one user a user's own (delegated) token acts for.")
+    clearance: str | None = Field(description="The caller's sensitivity class, if it names one.")
+
+
+class ProfileRead(Closed):
+    """``GET /v1/profiles/{profile_id}``: the profile as configured (docs/profiles.md)
+    and, by schema id then version, the JSON Schemas its bindings name."""
+
+    profile_id: str
+    profile: dict[str, Any]
+    schemas: dict[str, dict[str, dict[str, Any]]]
+
+
 # -- documents --------------------------------------------------------------------------------
 
 
