@@ -31,6 +31,7 @@ TENANT = "t1"
 COMPLETION = json.loads((REPO / "tests" / "data" / "openai" / "good.json").read_text())
 SAID = "We decided to ship the beta on Friday."
 NOTE = "We decided to ship the beta on Friday"
+HOSTILE = "<img src=x onerror=window.pwned=1><a href=javascript:window.pwned=2>x</a>"
 
 Script = Callable[[dict[str, Any]], Any]  # the prompt's context -> the model's output
 SCRIPTS: dict[str, list[Script]] = {}  # by project_hint: one per call, the last repeats
@@ -389,6 +390,7 @@ def test_snapshot_replay_statuses_are_listed_with_details_and_a_failed_one_redri
 def test_sections_a_caller_may_not_see_are_said_to_be_hidden(host: ServedHost, page: Page) -> None:
     user = "u-review-hidden"
     propose(host, user, "Reads at night")
+    propose(host, user, HOSTILE)
     sign_in(page, AGENT_KEY)  # read, write, debug: reads the queue, decides nothing
     open_user(page, TENANT, user, "review")
     queue = section(page, "Proposals")
@@ -396,6 +398,9 @@ def test_sections_a_caller_may_not_see_are_said_to_be_hidden(host: ServedHost, p
     expect(queue).to_contain_text("Deciding is hidden from you")
     expect(queue.get_by_role("button", name="Approve")).to_have_count(0)
     expect(queue.get_by_role("button", name="Edit")).to_have_count(0)
+    expect(queue).to_contain_text(HOSTILE)  # shown as text: no element, no handler ran
+    assert page.locator("main img, main a[href^='javascript']").count() == 0
+    assert page.evaluate("() => window.pwned") is None
     parked = section(page, "Parked replay conflicts")
     expect(parked).to_contain_text("Hidden from you")
     expect(parked).to_contain_text("needs the admin role")
