@@ -101,7 +101,7 @@ function proposalCard(view, proposal, number, schemas, reload) {
     ["Confidence", item.confidence === null || item.confidence === undefined ? "—" : String(item.confidence)],
     item.reasons && item.reasons.length ? ["Held because", item.reasons.join(", ")] : null,
   ].filter(Boolean);
-  const decide = (decision, body) => send(view, proposal, decision, body, reload);
+  const decide = (decision, body, onRefused) => send(view, proposal, decision, body, reload, onRefused);
   const buttons = mayDecide(view) ? h("div", { class: "actions" },
     h("button", {
       type: "button", disabled: expired,
@@ -145,15 +145,21 @@ async function approveOrReject(proposal, decision, note, decide) {
   if (sure) await decide(decision, note.trim() ? { note: note.trim() } : undefined);
 }
 
-/** The decision, then the queue again with what happened said in its status line. */
-async function send(view, proposal, decision, body, reload) {
+/**
+ * The decision, then the queue again with what happened said in its status line. A
+ * refused decision is said there too, unless `onRefused` takes it (the editor keeps what
+ * the person typed and shows the refusal beside it).
+ */
+async function send(view, proposal, decision, body, reload, onRefused) {
   const target = userPath(view, "proposals", proposal.proposal_id, decision) + query({ profile_id: view.profile });
+  let answer;
   try {
-    const answer = await call("POST", target, { body });
-    await reload(`Proposal ${answer.body.status} by ${answer.body.reviewed_by}.`);
+    answer = await call("POST", target, { body });
   } catch (error) {
-    await reload(problem(error));
+    if (onRefused) return onRefused(problem(error));
+    return reload(problem(error));
   }
+  return reload(`Proposal ${answer.body.status} by ${answer.body.reviewed_by}.`);
 }
 
 /**
@@ -188,7 +194,8 @@ async function openEditor(editor, proposal, number, schemas, note, decide) {
         action: "Send edit",
       });
       const trimmed = note.value.trim();
-      if (sure) await decide("edit", { candidate: checked.value, ...(trimmed ? { note: trimmed } : {}) });
+      const edit = { candidate: checked.value, ...(trimmed ? { note: trimmed } : {}) };
+      if (sure) await decide("edit", edit, (refusal) => fill(errors, refusal));
     } finally {
       sendButton.disabled = false;
     }

@@ -305,6 +305,29 @@ def test_an_edit_is_checked_against_the_schema_before_it_is_sent(
     assert pending(host, user) == []
 
 
+@pytest.mark.page_errors("409")
+def test_an_edit_the_server_refuses_keeps_the_editor_and_says_why(
+    host: ServedHost, page: Page
+) -> None:
+    user = "u-review-refused"
+    propose(host, user, "Walks to work")
+    sign_in(page, ADMIN_KEY)
+    open_user(page, TENANT, user, "review")
+    card = section(page, "Proposals").get_by_role("article")
+    [waiting] = api(host, "GET", f"{user_url(user)}/proposals")["proposals"]
+    api(host, "POST", f"{user_url(user)}/proposals/{waiting['proposal_id']}/approve")
+    card.get_by_role("button", name="Edit").click()
+    editor = card.get_by_label("Edited candidate (JSON) for /durable_facts/-")
+    edited = editor.input_value().replace("Walks to work", "Cycles to work")
+    editor.fill(edited)
+    card.get_by_role("button", name="Check and send edit").click()
+    confirm(page, "Send edit")
+    expect(card.get_by_role("alert")).to_contain_text("PROPOSAL_ALREADY_REVIEWED")
+    expect(editor).to_have_value(edited)  # what the person typed is kept
+    assert facts(host, user) == ["Walks to work"]
+    axe(page)
+
+
 # -- parked replay conflicts -----------------------------------------------------------------
 
 
