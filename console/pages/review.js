@@ -76,7 +76,7 @@ async function proposals(view) {
     });
 }
 
-/** The profile's schemas, fetched once per page and only when an edit needs them. */
+/** The profile's schemas, read once per reading of the queue and only when an edit is checked. */
 function schemaSource(view) {
   let answer = null;
   return () => {
