@@ -43,15 +43,26 @@ def chromium() -> str:
     return found
 
 
+@contextmanager
+def local_host(
+    factory: pytest.TempPathFactory, name: str, settings: dict[str, str]
+) -> Iterator[ServedHost]:
+    """A local host on a data directory of its own, with ``settings``, while in use."""
+    data = factory.mktemp(f"{name}-data")
+    log = factory.mktemp(f"{name}-log") / "host.log"
+    served = ServedHost(log, ["--data-dir", str(data), "--settings", "none.json"], settings)
+    served.start()
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
 @pytest.fixture(scope="session")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedHost]:
     """One local host per test process, on its own data directory."""
-    data = tmp_path_factory.mktemp("console-data")
-    log = tmp_path_factory.mktemp("console-log") / "host.log"
-    served = ServedHost(log, ["--data-dir", str(data), "--settings", "none.json"], SETTINGS)
-    served.start()
-    yield served
-    served.stop()
+    with local_host(tmp_path_factory, "console", SETTINGS) as served:
+        yield served
 
 
 @pytest.fixture(scope="session")

@@ -16,8 +16,6 @@ from tests.console.documents import DYNAMIC, TENANT, add, changes, doc_path, pat
 from tests.console.steps import axe, open_user, sign_in
 from tests.served import ServedHost, request
 
-# Chromium asks for /favicon.ico, which nothing serves: its 404 is logged as a page
-# error at a moment of its choosing. Tests marked otherwise name 404 too.
 PROJECT = "projects/alpha.json"
 
 

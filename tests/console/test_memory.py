@@ -13,8 +13,6 @@ from tests.console.documents import DYNAMIC, TENANT, add, patch, read, replace
 from tests.console.steps import axe, open_user, sign_in
 from tests.served import ServedHost
 
-# Chromium asks for /favicon.ico, which nothing serves: its 404 is logged as a page
-# error at a moment of its choosing. Tests marked otherwise name 404 too.
 FACT = {
     "fact": "Works in Lisbon",
     "confidence": 0.9,
