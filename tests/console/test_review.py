@@ -298,7 +298,6 @@ def test_an_edit_is_checked_against_the_schema_before_it_is_sent(
     assert pending(host, user) == []
 
 
-@pytest.mark.page_errors("409")
 def test_an_edit_the_server_refuses_keeps_the_editor_and_says_why(
     host: ServedHost, page: Page
 ) -> None:
@@ -402,7 +401,6 @@ def test_snapshot_replay_statuses_are_listed_with_details_and_a_failed_one_redri
 # -- what the caller's roles hide --------------------------------------------------------------
 
 
-@pytest.mark.page_errors("403")
 def test_sections_a_caller_may_not_see_are_said_to_be_hidden(host: ServedHost, page: Page) -> None:
     user = "u-review-hidden"
     propose(host, user, "Reads at night")
@@ -426,7 +424,6 @@ def test_sections_a_caller_may_not_see_are_said_to_be_hidden(host: ServedHost, p
     axe(page)
 
 
-@pytest.mark.page_errors("403")
 def test_a_caller_without_a_reading_role_sees_the_queue_hidden(
     host: ServedHost, page: Page
 ) -> None:
