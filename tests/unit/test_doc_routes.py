@@ -1,7 +1,8 @@
 """Every route the README and docs/ name is spelled as the server serves it: under
-``/v1/`` (host.json's route prefix is ``""``, and every route is versioned), or the MCP
-endpoint. docs/deploy.md once named ``/health/details`` and ``/admin/reindex``.
-(docs/related/ quotes the other systems' own routes, and is left out.)"""
+``/v1/`` (host.json's route prefix is ``""``, and every route is versioned), the MCP
+endpoint, or the console's files (``/console/``). docs/deploy.md once named
+``/health/details`` and ``/admin/reindex``. (docs/related/ quotes the other systems' own
+routes, and is left out.)"""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ def test_every_route_the_docs_name_is_a_served_path() -> None:
     pages = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     named = [(p.name, m.group(1)) for p in pages for m in ROUTE.finditer(p.read_text())]
     assert len(named) > 20  # the pattern still finds the routes
-    wrong = [(page, path) for page, path in named if not path.startswith(("/v1/", "/runtime/"))]
+    served = ("/v1/", "/runtime/", "/console/")
+    wrong = [(page, path) for page, path in named if not path.startswith(served)]
     assert wrong == []
 
 
