@@ -70,13 +70,18 @@ def base_url(host: ServedHost) -> str:
     return f"http://127.0.0.1:{host.port}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
+    """Per module, not per session: while Playwright's sync API runs, its event loop
+    runs in this thread (in a greenlet), so a later test of the same process that runs
+    an event loop of its own (the MCP client's ``anyio.run``) or parses deep source
+    (``ast.parse`` counts recursion across the greenlet switch) would fail. Leaving the
+    module stops it."""
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     launched = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
     yield launched

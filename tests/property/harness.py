@@ -41,9 +41,13 @@ from tests.conftest import ADMIN_KEY, AGENT_KEY, REPO, make_settings
 
 # A bound on the work one request can cause, not a speed target (speed is measured by
 # bench/): unbounded work on a 1 MiB body (a quadratic parse, a deep recursion) takes
-# minutes, while the slowest bounded answer is ~0.7 s alone and was seen at 3.1 s on a
-# loaded 2-core CI box running the suite with -n 2 beside Azurite.
+# minutes, while the slowest bounded answer is ~0.7 s alone. Counted in this process's
+# CPU time (the server runs in it, directly or on its in-process HTTP host), which other
+# processes on the machine do not inflate: wall time was seen at 3.1 s on a loaded 2-core
+# CI box beside Azurite and at 6.1 s beside the console's Chromium. Wall time keeps a
+# looser bound, for a request that waits rather than works.
 MAX_SECONDS = 5.0
+MAX_WALL_SECONDS = 30.0
 WRITER_KEY = "property-writer-key"  # roles: write only (no read)
 PROFILE = json.loads((REPO / "profiles" / "project-copilot-v1.json").read_text())
 
@@ -157,13 +161,14 @@ class Harness:
         raw: bytes | None = None,
     ) -> Reply:
         self.errors.text = ""
-        started = time.perf_counter()
+        started, worked = time.perf_counter(), time.process_time()
         reply = client.request(method, path, body, headers, raw)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - worked
         sent = raw if raw is not None else json.dumps(body).encode() if body is not None else b""
         what = f"{method} {path[:200]} ({len(sent)} body bytes) -> {reply.status}"
         assert reply.status < 500, f"{what}: server error; server log:\n{self.errors.text}"
-        assert elapsed < MAX_SECONDS, f"{what} took {elapsed:.2f} s (bound {MAX_SECONDS} s)"
+        assert cpu < MAX_SECONDS, f"{what} took {cpu:.2f} s of CPU (bound {MAX_SECONDS} s)"
+        assert elapsed < MAX_WALL_SECONDS, f"{what} took {elapsed:.2f} s (bound {MAX_WALL_SECONDS})"
         if reply.status >= 400:
             assert_error_shape(reply)
         return reply
