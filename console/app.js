@@ -15,12 +15,26 @@ const who = document.getElementById("who");
 const entra = entraConfig(); // Entra ID sign-in, when the app offers it (lib/entra.js)
 let me = null; // GET /v1/me of the signed-in caller
 let refused = null; // why the last Entra sign-in failed, shown until the next attempt
+let generation = 0; // the screen shown now: a page still loading for an older one is dropped
+
+/** An id as the server takes it (memnet/domain/identifiers.py): never "." or "..", which
+ * a browser would resolve away inside an API path. */
+const ID_PATTERN = "[A-Za-z0-9][A-Za-z0-9._\\-]{0,127}"; // as an input's pattern, too
+const ID = new RegExp(`^${ID_PATTERN}$`);
 
 /** `#/t/u/page?x=1` as {tenant, user, page, params}. */
 export function parseRoute(hash = location.hash) {
   const [route, search = ""] = hash.replace(/^#\/?/, "").split("?");
-  const [tenant, user, page] = route.split("/").map((part) => decodeURIComponent(part || ""));
-  return { tenant, user, page: page || "memory", params: new URLSearchParams(search) };
+  let parts = null;
+  try {
+    parts = route.split("/").map((part) => decodeURIComponent(part || ""));
+  } catch {
+    parts = null; // a malformed escape
+  }
+  const [tenant, user, page] = parts || ["", "", ""];
+  const valid = parts !== null && (!tenant || ID.test(tenant)) && (!user || ID.test(user));
+  return { tenant: valid ? tenant : "", user: valid ? user : "", page: page || "memory",
+    params: new URLSearchParams(search), refused: !valid };
 }
 
 /** The fragment for a page of a user's memory. */
@@ -31,6 +45,7 @@ export function routeOf(tenant, user, page, params = {}) {
 }
 
 async function show() {
+  generation += 1;
   if (!credential()) return showSignIn();
   if (!me) {
     try {
@@ -53,6 +68,7 @@ async function show() {
 }
 
 async function leave() {
+  generation += 1;
   await signOut();
   me = null;
   location.hash = "#/";
@@ -60,6 +76,7 @@ async function leave() {
 }
 
 function showSignIn(error = refused) {
+  delete main.dataset.ready;
   fill(who);
   fill(nav);
   const key = h("input", { type: "password", name: "key", id: "api-key", autocomplete: "off", required: true });
@@ -101,14 +118,17 @@ function entraSignIn() {
 }
 
 function showChooser(route) {
+  delete main.dataset.ready;
   fill(nav);
   const tenants = me.tenants.filter((t) => t !== "*");
   const tenant = me.tenants.includes("*") || tenants.length !== 1
     ? h("input", { id: "tenant", name: "tenant", required: true, value: route.tenant || tenants[0] || "", autocomplete: "off" })
     : h("input", { id: "tenant", name: "tenant", required: true, value: tenants[0], readonly: true });
-  const user = h("input", { id: "user", name: "user", required: true, value: me.user_id || "", autocomplete: "off" });
+  const user = h("input", { id: "user", name: "user", required: true, value: me.user_id || "", autocomplete: "off", pattern: ID_PATTERN });
+  tenant.setAttribute("pattern", ID_PATTERN);
   const form = h("form", { class: "card", "aria-label": "Choose a user" },
     h("h1", {}, "Whose memory?"),
+    route.refused ? h("p", { class: "problem", role: "alert" }, "That link names no valid tenant and user: ids are letters, digits, '.', '_' and '-', starting with a letter or digit.") : null,
     h("label", { for: "tenant" }, "Tenant"), tenant,
     h("label", { for: "user" }, "User"), user,
     h("button", { type: "submit" }, "Open"),
@@ -127,6 +147,7 @@ async function showPage(route) {
     h("a", { href: routeOf(route.tenant, route.user, p.id, { profile }), "aria-current": p === page ? "page" : null }, p.title)))),
   h("p", { class: "muted" }, "User ", h("bdi", {}, route.user), " of tenant ", h("bdi", {}, route.tenant), " · ",
     h("a", { href: "#/" }, "change")));
+  const mine = generation;
   const view = {
     me,
     tenant: route.tenant,
@@ -135,16 +156,21 @@ async function showPage(route) {
     params: route.params,
     go: (pageId, params = {}) => { location.hash = routeOf(route.tenant, route.user, pageId, { profile, ...params }); },
     refresh: () => show(),
+    live: () => mine === generation, // false once another screen replaced this one
   };
   delete main.dataset.ready;
   fill(main, h("p", { class: "busy", role: "status" }, "Loading…"));
   document.title = `${page.title} · mem.net console`;
+  let shown;
   try {
-    fill(main, h("h1", {}, page.title), await page.render(view));
+    shown = await page.render(view);
   } catch (error) {
-    fill(main, h("h1", {}, page.title), problem(error));
+    shown = problem(error);
   }
+  if (mine !== generation) return; // another route, or signed out, while this loaded
+  fill(main, h("h1", {}, page.title), shown);
   main.dataset.ready = route.page;
+  main.focus({ preventScroll: true });
 }
 
 /** Finish an Entra sign-in coming back from Microsoft (its answer is in the fragment

@@ -22,7 +22,18 @@ export class ApiError extends Error {
 
 /** A path from segments, each percent-encoded (ids may hold any character). */
 export function path(...segments) {
-  return "/" + segments.map((s) => encodeURIComponent(String(s))).join("/");
+  return "/" + segments.map(segment).join("/");
+}
+
+/** One path segment, percent-encoded. "", "." and ".." are refused: encoding cannot hide
+ * them (a browser resolves "%2E%2E" as ".." too), and `users/../hold` would reach the
+ * tenant's hold instead of a user's. */
+function segment(value) {
+  const text = String(value);
+  if (text === "" || text === "." || text === "..") {
+    throw new ApiError(400, { error: { code: "INVALID_IDENTIFIER", message: `Not an id: "${text}".` } }, null);
+  }
+  return encodeURIComponent(text);
 }
 
 /** `?a=1&b=2` of the members that are set. */

@@ -7,12 +7,12 @@
 
 import { ApiError } from "./api.js";
 import { h, ownObjectUrl, revokeObjectUrl } from "./dom.js";
-import { credential } from "./session.js";
+import { bearer } from "./session.js";
 
 /** The body of a GET as a Blob (its Content-Type kept), or an ApiError. */
 export async function fetchFile(target) {
   const headers = { Accept: "*/*" };
-  const secret = credential();
+  const secret = await bearer(); // renewed first, as lib/api.js does
   if (secret) headers.Authorization = `Bearer ${secret}`;
   const response = await fetch(target, { headers, cache: "no-store", credentials: "omit" });
   if (!response.ok) {

@@ -74,8 +74,9 @@ function results(view, filters, limit, searching) {
     return problem(error);
   }
   const base = path("v1", "tenants", view.tenant, "users", view.user);
+  const seen = new Set(); // event ids a search has shown: a re-ranked answer repeats none
   const load = searching
-    ? (cursor) => searchPage(base, body, cursor || 0, limit)
+    ? (cursor) => searchPage(base, body, cursor || 0, limit, seen)
     : (cursor) => listPage(base, filters.conversation, cursor, limit);
   return pager({
     load,
@@ -93,13 +94,16 @@ async function listPage(base, conversation, after, limit) {
 
 /**
  * The next results of a search. The API has no cursor for search, only `top_k`: each
- * "Load more" asks for more of the best (up to 100) and appends those not yet shown.
+ * "Load more" asks for more of the best (up to 100) and appends those not yet shown
+ * (by event id: a re-ranked answer neither repeats nor, past the count, skips one).
  */
-async function searchPage(base, body, shown, limit) {
+async function searchPage(base, body, shown, limit, seen) {
   const topK = Math.min(shown + limit, SEARCH_MAX);
   const answer = await call("POST", `${base}/events:search`, { body: { ...body, top_k: topK } });
   const hits = answer.body.results;
-  return { items: hits.slice(shown), next: hits.length === topK && topK < SEARCH_MAX ? topK : null };
+  const fresh = hits.filter((hit) => !seen.has(hit.event.event_id)); // events written since may re-rank
+  for (const hit of fresh) seen.add(hit.event.event_id);
+  return { items: fresh, next: hits.length === topK && topK < SEARCH_MAX ? topK : null };
 }
 
 /** The search request of the route's filters (docs/api.md events:search). */

@@ -132,4 +132,5 @@ def _answer(
         log.exception("request_id=%s unhandled error", request_id)
         response = _internal(request_id)
     response.headers["x-request-id"] = request_id
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")  # never sniffed as a page
     return response

@@ -63,7 +63,10 @@ def get_export(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
 def get_export_file(request: ApiRequest, ctx: RequestContext) -> ApiResponse:
     name = parsing.path_id(request, "name")
     found = ctx.services.exports.file(ctx.caller, *_export(request), name)
-    return ApiResponse(200, found.data, {"Content-Type": found.content_type})
+    disposition = f'attachment; filename="{name}"'  # a path id: no quote or control character
+    return ApiResponse(
+        200, found.data, {"Content-Type": found.content_type, "Content-Disposition": disposition}
+    )
 
 
 @endpoint(write=False)

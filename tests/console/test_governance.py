@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.conftest import ADMIN_KEY, AGENT_KEY, PRIVACY_KEY
 from tests.console.steps import api, axe, open_user, sign_in
@@ -251,3 +251,23 @@ def test_only_object_urls_the_console_made_itself_become_links(page: Page) -> No
         found.group(1),
     )
     assert result == {"linked": True, "refusedBefore": [True, True, True, True], "revoked": True}
+
+
+def test_a_running_job_neither_holds_the_page_nor_is_asked_about_after_leaving(
+    page: Page, host: ServedHost
+) -> None:
+    """The page shows at once and fills the job in as it is followed; once the person has
+    gone to another page, the job is not asked about again, and nothing of it lands
+    there."""
+    sign_in(page, ADMIN_KEY)
+    held: list[Route] = []
+    page.route("**/exports/exp_running", lambda route: held.append(route))
+    open_user(page, TENANT, "u-gov-running", "governance", export="exp_running")
+    assert len(held) == 1  # asked, not answered yet: the page did not wait for it
+    page.get_by_role("link", name="Events").click()
+    page.locator("main[data-ready='events']").wait_for()
+    running = {"export_id": "exp_running", "status": "running", "progress": {"records": 1}}
+    held[0].fulfill(status=200, content_type="application/json", body=json.dumps(running))
+    page.wait_for_timeout(2_000)  # longer than the first poll's wait
+    assert len(held) == 1
+    expect(page.locator("main h1")).to_have_text("Events")

@@ -7,7 +7,7 @@ import re
 import urllib.error
 import urllib.request
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.conftest import ADMIN_KEY
 from tests.console.steps import axe, sign_in
@@ -83,3 +83,60 @@ def test_choosing_a_user_opens_their_memory(page: Page) -> None:
     page.locator("main[data-ready='memory']").wait_for()
     assert page.url.endswith("#/t1/u-choose/memory")
     expect(page.get_by_role("link", name="History")).to_be_visible()
+
+
+def test_a_link_naming_a_dot_segment_or_a_malformed_id_opens_no_page(page: Page) -> None:
+    """``..`` as a user would make ``users/../hold`` the tenant's hold in an API path (a
+    browser resolves dot segments, encoded or not): the shell refuses such a route, and
+    the API helper refuses such a segment."""
+    sign_in(page, ADMIN_KEY)
+    for link in ("#/t1/../governance", "#/t1/%2E%2E/memory", "#/t1/%E0%A4/memory"):
+        page.goto("/console/" + link)
+        expect(page.get_by_role("alert")).to_contain_text("names no valid tenant and user")
+        expect(page.get_by_role("heading", name="Whose memory?")).to_be_visible()
+    script = page.locator("script[type=module]").get_attribute("src") or ""
+    api_module = script.replace("app.js", "lib/api.js")
+    refused = page.evaluate(
+        """async (module) => {
+            const { path } = await import(module);
+            const codes = [];
+            for (const bad of ["..", ".", ""]) {
+                try { path("v1", "tenants", "t1", "users", bad, "hold"); codes.push("sent"); }
+                catch (error) { codes.push(error.code); }
+            }
+            return codes;
+        }""",
+        api_module,
+    )
+    assert refused == ["INVALID_IDENTIFIER"] * 3
+
+
+def test_a_page_still_loading_for_another_user_or_after_sign_out_is_never_shown(
+    page: Page,
+) -> None:
+    """A slow answer for the screen left behind must not replace the one shown now."""
+    sign_in(page, ADMIN_KEY)
+    held: list[Route] = []
+    page.route("**/users/u-slow-alice/**", lambda route: held.append(route))
+    page.goto("/console/#/t1/u-slow-alice/events")
+    page.wait_for_timeout(300)
+    assert held, "the first user's page asked nothing"
+    page.goto("/console/#/t1/u-quick-bob/events")
+    page.locator("main[data-ready='events']").wait_for()
+    for route in held:
+        route.continue_()
+    page.wait_for_timeout(500)
+    expect(page.locator("main")).not_to_contain_text("u-slow-alice")
+    assert page.url.endswith("#/t1/u-quick-bob/events")
+    assert page.locator("main[data-ready='events']").count() == 1
+    # Signing out while a page loads: the sign-in form stays.
+    held.clear()
+    page.goto("/console/#/t1/u-slow-alice/events")
+    page.wait_for_timeout(300)
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_label("API key")).to_be_visible()
+    for route in held:
+        route.continue_()
+    page.wait_for_timeout(500)
+    expect(page.get_by_label("API key")).to_be_visible()
+    assert page.locator("main[data-ready]").count() == 0
