@@ -253,14 +253,19 @@ def test_proposals_are_approved_and_rejected_after_asking(host: ServedHost, page
     assert "Confirmed with the user" in {r.get("note") for r in reviews}
 
 
+def proposal_card(host: ServedHost, page: Page, user: str, fact: str) -> Any:
+    """One proposal of ``user``'s, made through the API, as the Review page shows it."""
+    propose(host, user, fact)
+    sign_in(page, ADMIN_KEY)
+    open_user(page, TENANT, user, "review")
+    return section(page, "Proposals").get_by_role("article")
+
+
 def test_an_edit_is_checked_against_the_schema_before_it_is_sent(
     host: ServedHost, page: Page
 ) -> None:
     user = "u-review-edit"
-    propose(host, user, "Likes tea")
-    sign_in(page, ADMIN_KEY)
-    open_user(page, TENANT, user, "review")
-    card = section(page, "Proposals").get_by_role("article")
+    card = proposal_card(host, page, user, "Likes tea")
     card.get_by_role("button", name="Edit").click()
     editor = card.get_by_label("Edited candidate (JSON) for /durable_facts/-")
     expect(editor).to_be_focused()
@@ -302,10 +307,7 @@ def test_an_edit_the_server_refuses_keeps_the_editor_and_says_why(
     host: ServedHost, page: Page
 ) -> None:
     user = "u-review-refused"
-    propose(host, user, "Walks to work")
-    sign_in(page, ADMIN_KEY)
-    open_user(page, TENANT, user, "review")
-    card = section(page, "Proposals").get_by_role("article")
+    card = proposal_card(host, page, user, "Walks to work")
     [waiting] = api(host, "GET", f"{user_url(user)}/proposals")["proposals"]
     api(host, "POST", f"{user_url(user)}/proposals/{waiting['proposal_id']}/approve")
     card.get_by_role("button", name="Edit").click()
