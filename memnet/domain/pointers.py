@@ -123,17 +123,18 @@ def walk(value: Any, base: Segments = ()) -> Iterator[Segments]:
 
 
 def depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests deeper than ``limit`` levels (a scalar is one level); stops
-    as soon as it finds a node below the limit."""
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > limit:
-            return True
-        if isinstance(node, dict | list):
-            children = node.values() if isinstance(node, dict) else node
-            stack.extend((child, depth + 1) for child in children)
-    return False
+    """Whether ``value`` nests deeper than ``limit`` levels (a scalar is one level).
+    Level by level over containers only, so that a megabyte of ``[[],[],...]`` costs one
+    pass over its items (a stack of every member cost seconds)."""
+    level = [value] if isinstance(value, dict | list) else []
+    for _ in range(1, limit):  # ``level`` holds the containers at this depth
+        level = [
+            child
+            for node in level
+            for child in (node.values() if isinstance(node, dict) else node)
+            if isinstance(child, dict | list)
+        ]
+    return any(level)  # a non-empty container at the limit has members below it
 
 
 _DIGITS = re.compile(r"[0-9]+")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memnet.domain import pointers
 from memnet.domain.errors import BadRequest
@@ -17,6 +19,28 @@ PROFILE = load_registry(Path(__file__).resolve().parents[2] / "profiles").get("p
 assert PROFILE is not None
 DYNAMIC = PROFILE.binding("user_dynamic")
 assert DYNAMIC is not None
+
+
+JSON = st.recursive(
+    st.none() | st.integers() | st.text(max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+    ),
+    max_leaves=30,
+)
+
+
+def depth(value: object) -> int:
+    """Nesting depth, a scalar and an empty container being one level (the definition)."""
+    children = (
+        value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    )
+    return 1 + max((depth(child) for child in children), default=0)
+
+
+@given(value=JSON, limit=st.integers(1, 8))
+def test_depth_exceeds_is_exactly_the_nesting_depth_over_the_limit(value: object, limit: int):
+    assert pointers.depth_exceeds(value, limit) == (depth(value) > limit)
 
 
 def plan(ops: list[dict], confidence: float | None = None, evidence: object = None):  # type: ignore[no-untyped-def]
