@@ -171,6 +171,10 @@ class CountingStore:
         self.calls.append("list")
         return self.inner.list_names(prefix)
 
+    def list_folder(self, prefix: str) -> Iterator[str]:
+        self.calls.append("list")
+        return self.inner.list_folder(prefix)
+
     def describe(self) -> str:
         return self.inner.describe()
 

@@ -5,8 +5,12 @@ fire here; this host polls instead. For each blob function whose container is th
 store's, the path template (``%NAME%`` settings resolved from os.environ, as the
 Functions host does) is compiled once: the first segment is the container, each
 ``{name}`` in the rest matches one path segment (``[^/]+``), everything else is literal.
-Each poll lists the store under the template's static prefix (the part before the first
-``{``) and invokes the function once per new matching blob. What the function receives is
+Each poll walks the template's folders: a literal segment is appended to the folders
+found so far without a call, a segment with a parameter lists each folder one level
+deep (:meth:`memnet.ports.BlobStore.list_folder`), and the last segment's listing gives
+the blobs; the function is invoked once per new matching blob. So a poll of the
+snapshot trigger lists every user's ``snapshots/`` folder, never the documents, events
+or audit records beside it. What the function receives is
 decided by its parameter's type, as the Functions worker decides it: a parameter typed as
 the ``BlobClient`` SDK type of ``azurefunctions-extensions-bindings-blob`` gets a real
 ``azure.storage.blob.BlobClient`` naming the container and the blob, built without I/O and
@@ -26,11 +30,12 @@ to :data:`MAX_ATTEMPTS` attempts in all, then logged as given up (a poison blob)
 client-typed function also fires for a blob deleted between the listing and the call, as
 on Azure for one deleted just after the host's check: the function must bear it.
 
-Cost: each poll lists every blob under each watched prefix. The snapshot trigger's
-prefix is ``tenants/``, i.e. the whole store: measured at 14 ms per 10,000 blobs on the
-embedded store (warm page cache), under 1% of a core at the default interval.
-``FUNCHOST_BLOB_POLL_SECONDS`` (default 2 s, 0 disables the poller) trades that listing
-against how soon a blob fires. The function's ``connection`` is not read: the caller
+Cost: each poll lists the folders the template reaches: for the snapshot trigger each
+tenant's users, each user's conversations and their snapshots, so it grows with the
+users and snapshots stored, not with the rest of the store (docs/performance.md, "The
+local host while idle"). ``FUNCHOST_BLOB_POLL_SECONDS`` (default 60 s, 0 disables the
+poller) trades that listing against how soon a blob written straight to storage fires
+(the upload route starts its replay itself). The function's ``connection`` is not read: the caller
 hands the poller its store, which holds one container.
 """
 
@@ -61,15 +66,32 @@ _PARAMETER = re.compile(r"\{[^{}/]+\}")
 
 @dataclass(frozen=True)
 class BlobPath:
-    """A compiled blob trigger path: its container, the static prefix to list under, and
-    the pattern a blob name (relative to the container) must match in full."""
+    """A compiled blob trigger path: its container, the pattern a blob name (relative
+    to the container) must match in full, and its segments: each the literal text, or
+    the pattern of a segment with a parameter."""
 
     container: str
-    prefix: str
     pattern: re.Pattern[str]
+    segments: tuple[str | re.Pattern[str], ...]
 
     def matches(self, name: str) -> bool:
         return self.pattern.fullmatch(name) is not None
+
+    def names(self, store: BlobStore) -> list[str]:
+        """The names in ``store`` that match, listing only the folders the template
+        reaches (one ``list_folder`` per folder with a parameter segment below it)."""
+        folders = [""]
+        for segment in self.segments[:-1]:
+            if isinstance(segment, str):
+                folders = [f"{folder}{segment}/" for folder in folders]
+                continue
+            folders = [
+                name
+                for folder in folders
+                for name in store.list_folder(folder)
+                if name.endswith("/") and segment.fullmatch(name[len(folder) : -1])
+            ]
+        return [n for folder in folders for n in store.list_folder(folder) if self.matches(n)]
 
 
 def resolve_settings(text: str, env: Mapping[str, str] | None = None) -> str:
@@ -93,8 +115,20 @@ def compile_blob_path(path: str, env: Mapping[str, str] | None = None) -> BlobPa
     literals = _PARAMETER.split(template)
     if any("{" in part or "}" in part for part in literals):
         raise ValueError(f"blob path has an unbalanced or empty {{...}}: {path!r}")
-    pattern = "[^/]+".join(re.escape(part) for part in literals)
-    return BlobPath(container, template.partition("{")[0], re.compile(pattern))
+    if any(segment in ("", ".", "..") for segment in template.split("/")):
+        raise ValueError(f"blob path has an empty, '.' or '..' segment: {path!r}")
+    return BlobPath(
+        container, _pattern(template), tuple(_segment(part) for part in template.split("/"))
+    )
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """Literal text, each ``{name}`` one path segment's worth (``[^/]+``)."""
+    return re.compile("[^/]+".join(re.escape(part) for part in _PARAMETER.split(template)))
+
+
+def _segment(text: str) -> str | re.Pattern[str]:
+    return _pattern(text) if _PARAMETER.search(text) else text
 
 
 def binds_client(function: BlobFunction) -> bool:
@@ -164,14 +198,14 @@ class BlobPoller:
         return fired
 
     def _new_blobs(self, watch: _Watch) -> list[str]:
-        """Listed in full before any invocation: a function may write under the prefix."""
+        """Listed in full before any invocation: a function may write under the path."""
         try:
-            names = list(self._store.list_names(watch.path.prefix))
+            names = watch.path.names(self._store)
         except Exception:
             logger.exception("listing blobs for %s failed", watch.function.name)
             return []
         key = watch.function.name
-        return [n for n in names if (key, n) not in self._seen and watch.path.matches(n)]
+        return [n for n in names if (key, n) not in self._seen]
 
     def _fire(self, watch: _Watch, name: str) -> int:
         """Invoke the watch's function for blob ``name`` (0 when the blob could not be read)."""

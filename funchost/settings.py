@@ -55,10 +55,10 @@ def _positive(
 
 
 def blob_poll_seconds(env: Mapping[str, str] | None = None) -> float:
-    """``FUNCHOST_BLOB_POLL_SECONDS``: how often blob triggers poll the store (default 2;
+    """``FUNCHOST_BLOB_POLL_SECONDS``: how often blob triggers poll the store (default 60;
     0 disables them). See :mod:`funchost.blobs` for what one poll costs."""
     env = os.environ if env is None else env
-    return _positive(env, "FUNCHOST_BLOB_POLL_SECONDS", float, 2.0, zero=True)
+    return _positive(env, "FUNCHOST_BLOB_POLL_SECONDS", float, 60.0, zero=True)
 
 
 def invocation_threads(env: Mapping[str, str] | None = None) -> int:

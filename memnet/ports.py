@@ -147,6 +147,14 @@ class BlobStore(Protocol):
         """Yield the names of all blobs starting with ``prefix``, in lexical order."""
         ...
 
+    def list_folder(self, prefix: str) -> Iterator[str]:
+        """The names directly in the folder ``prefix`` (empty, or ending in ``/``), in
+        lexical order: a blob's full name, or a sub-folder's name ending in ``/`` (the
+        common prefix of the blobs below it; Azure's listing with a delimiter). Costs the
+        entries of this folder, never what lies below them. A folder is listed while a
+        blob lies below it (on the embedded store an empty one may linger after a crash)."""
+        ...
+
     def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
         """At most ``limit`` blobs starting with ``prefix``, in lexical order, resuming
         after the page whose ``continuation`` is given (None: from the start). A long
@@ -219,6 +227,13 @@ def check_bound(max_bytes: int | None) -> None:
     :class:`ValueError` otherwise."""
     if max_bytes is not None and max_bytes < 0:
         raise ValueError(f"max_bytes must be at least 0, not {max_bytes}")
+
+
+def check_folder(prefix: str) -> None:
+    """A folder (:meth:`BlobStore.list_folder`) is empty, or names ending in ``/``
+    (no empty segment); :class:`ValueError` otherwise."""
+    if prefix and (not prefix.endswith("/") or "" in prefix[:-1].split("/")):
+        raise ValueError(f"a folder is empty or names ending in '/', not {prefix[:100]!r}")
 
 
 def check_range(name: str, value: int, low: int, high: int) -> None:

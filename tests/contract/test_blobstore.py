@@ -147,6 +147,38 @@ def test_list_names_yields_names_with_prefix_in_lexical_order(
     assert list(blob_store.list_names(prefix)) == expected
 
 
+def folder(names: list[str], prefix: str) -> list[str]:
+    """What ``list_folder(prefix)`` lists, from the definition: each name under the
+    prefix cut after its next ``/``."""
+    found = set()
+    for name in names:
+        if name.startswith(prefix):
+            below, slash, _ = name[len(prefix) :].partition("/")
+            found.add(prefix + below + slash)
+    return sorted(found)
+
+
+@pytest.mark.parametrize("prefix", ["", "a/", "a/b/", "a/b/d/", "ab/", "nothing/"])
+def test_list_folder_yields_one_level_in_lexical_order(blob_store: BlobStore, prefix: str) -> None:
+    for name in reversed(NAMES):
+        blob_store.write(name, b"{}", Condition.create_only())
+    assert list(blob_store.list_folder(prefix)) == folder(NAMES, prefix)
+
+
+@pytest.mark.parametrize("prefix", ["a", "a/b", "/"])
+def test_list_folder_refuses_a_prefix_that_is_no_folder(blob_store: BlobStore, prefix: str) -> None:
+    with pytest.raises(ValueError):
+        list(blob_store.list_folder(prefix))
+
+
+def test_list_folder_drops_a_folder_whose_blobs_are_deleted(blob_store: BlobStore) -> None:
+    etag = blob_store.write("x/y/z.json", b"{}", Condition.create_only())
+    blob_store.write("w.json", b"{}", Condition.create_only())
+    assert list(blob_store.list_folder("")) == ["w.json", "x/"]
+    blob_store.delete("x/y/z.json", Condition.match(etag))
+    assert list(blob_store.list_folder("")) == ["w.json"]
+
+
 def test_partial_segment_prefix_matches_sibling_names(blob_store: BlobStore) -> None:
     for name in ("a/b/c.json", "a/bc.json", "a/x.json"):
         blob_store.write(name, b"{}", Condition.create_only())

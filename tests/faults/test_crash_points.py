@@ -70,6 +70,9 @@ class CrashingBlobStore:
     def list_names(self, prefix: str) -> Iterator[str]:
         return self.inner.list_names(prefix)
 
+    def list_folder(self, prefix: str) -> Iterator[str]:
+        return self.inner.list_folder(prefix)
+
     def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
         return self.inner.list_page(prefix, continuation, limit)
 

@@ -23,6 +23,7 @@ from funchost import RunningServer, functions_of, start_in_thread
 from funchost.blobs import MAX_ATTEMPTS, binds_client, compile_blob_path, resolve_settings
 from funchost.settings import blob_poll_seconds
 from memnet.adapters.local.blobstore import FileBlobStore
+from memnet.adapters.memory.blobstore import MemoryBlobStore
 from memnet.ports import Blob, BlobStore, Condition
 
 T = TypeVar("T")
@@ -240,7 +241,7 @@ def test_funchost_serve_polls_the_apps_blob_store(
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("", 2.0), ("0", 0.0), ("0.05", 0.05), (" 10 ", 10.0)],
+    [("", 60.0), ("0", 0.0), ("0.05", 0.05), (" 10 ", 10.0)],
 )
 def test_blob_poll_seconds_setting(text: str, expected: float) -> None:
     assert blob_poll_seconds({"FUNCHOST_BLOB_POLL_SECONDS": text}) == expected
@@ -258,16 +259,59 @@ def test_the_apps_snapshot_path_compiles() -> None:
         "{conversation_id}/{snapshot_id}.json",
         {"MEMNET_BLOB_CONTAINER": "memnet"},
     )
-    assert (path.container, path.prefix) == ("memnet", "tenants/")
+    assert path.container == "memnet"
     assert path.matches("tenants/t/users/u/snapshots/c/s1.json")
     assert not path.matches("tenants/t/users/u/snapshots/c/s1.json.tmp")
     assert not path.matches("tenants/t/users/u/snapshots/c/d/s1.json")
     assert not path.matches("tenants/t/users/u/replays/c/s1.json")
 
 
+class ListedFolders(MemoryBlobStore):
+    """A memory store that records the folders listed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.listed: list[str] = []
+
+    def list_folder(self, prefix: str) -> Iterator[str]:
+        self.listed.append(prefix)
+        return super().list_folder(prefix)
+
+
+def test_a_poll_lists_only_the_folders_the_template_reaches() -> None:
+    path = compile_blob_path("box/tenants/{t}/users/{u}/snapshots/{c}/{s}.json", {})
+    store = ListedFolders()
+    for name in (
+        "tenants/t/users/u/snapshots/c/s1.json",
+        "tenants/t/users/u/snapshots/c/s2.json.tmp",
+        "tenants/t/users/u/snapshots/c/d/s3.json",
+        "tenants/t/users/u/replays/c/s1.json",
+        "tenants/t/users/u/documents/user/user_dynamic.json",
+        "tenants/t/users/v/snapshots/c2/x.json",
+        "tenants/t2/users/w/events/e.json",
+        "tenants/t2/other/w/snapshots/c/y.json",
+    ):
+        store.write(name, b"{}", Condition.create_only())
+    found = path.names(store)
+    assert found == [
+        "tenants/t/users/u/snapshots/c/s1.json",
+        "tenants/t/users/v/snapshots/c2/x.json",
+    ]
+    assert sorted(store.listed) == [
+        "tenants/",
+        "tenants/t/users/",
+        "tenants/t/users/u/snapshots/",
+        "tenants/t/users/u/snapshots/c/",
+        "tenants/t/users/v/snapshots/",
+        "tenants/t/users/v/snapshots/c2/",
+        "tenants/t2/users/",
+        "tenants/t2/users/w/snapshots/",
+    ]
+
+
 def test_template_literals_are_not_patterns() -> None:
     path = compile_blob_path("box/a.b+c/{x}.json", {})
-    assert path.prefix == "a.b+c/"
+    assert path.segments[0] == "a.b+c"
     assert path.matches("a.b+c/1.json")
     assert not path.matches("aXb+c/1.json") and not path.matches("a.bbc/1.json")
 
@@ -277,7 +321,9 @@ def test_missing_setting_is_named() -> None:
         resolve_settings("%NOT_SET_ANYWHERE%/x/{a}", {})
 
 
-@pytest.mark.parametrize("path", ["box", "box/", "{c}/x.json", "box/{a", "box/{}.json"])
+@pytest.mark.parametrize(
+    "path", ["box", "box/", "{c}/x.json", "box/{a", "box/{}.json", "box/a//{x}", "box/../{x}"]
+)
 def test_bad_paths_are_refused(path: str) -> None:
     with pytest.raises(ValueError, match="blob path"):
         compile_blob_path(path, {})

@@ -42,6 +42,7 @@ from memnet.ports import (
     StorageError,
     StorageUnavailable,
     check_bound,
+    check_folder,
 )
 
 if TYPE_CHECKING:
@@ -174,6 +175,15 @@ class AzureBlobStore:
         """Yield the names starting with ``prefix``; Azure lists in lexical order."""
         with map_azure_errors(prefix):
             yield from self._container.list_blob_names(name_starts_with=prefix or None)
+
+    def list_folder(self, prefix: str) -> Iterator[str]:
+        """One level under ``prefix`` (the service's ``delimiter=/`` listing): blob names
+        and ``BlobPrefix`` names, which end in ``/``. Sorted here: the SDK puts each
+        page's prefixes before its blobs."""
+        check_folder(prefix)
+        with map_azure_errors(prefix):
+            listed = self._container.walk_blobs(name_starts_with=prefix or None)
+            yield from sorted(item.name for item in listed)
 
     def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
         """One service page (``maxresults`` = ``limit``), resuming at the service's

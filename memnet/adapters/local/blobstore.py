@@ -57,6 +57,7 @@ from memnet.ports import (
     Residue,
     StorageUnavailable,
     check_bound,
+    check_folder,
 )
 
 LOCK_STRIPES = 1024
@@ -185,6 +186,25 @@ class FileBlobStore:
         base = f"{directory}/" if directory else ""
         with _storage_errors(prefix):
             yield from _walk(os.path.join(self._content, directory), base, leaf)
+
+    def list_folder(self, prefix: str) -> Iterator[str]:
+        """The entries of the prefix's directory (one ``scandir``): files as blob names,
+        directories as folder names ending in ``/``."""
+        check_folder(prefix)
+        if prefix:
+            _check_name(prefix[:-1])
+        with _storage_errors(prefix):
+            try:
+                with os.scandir(os.path.join(self._content, prefix)) as scan:
+                    keys = [
+                        entry.name + "/" if entry.is_dir(follow_symlinks=False) else entry.name
+                        for entry in scan
+                        if not entry.name.startswith(durable.TEMP_PREFIX)
+                    ]
+            except (FileNotFoundError, NotADirectoryError):
+                return
+        for key in sorted(keys):  # a directory sorts as its names do: "a/" after "a.json"
+            yield prefix + key
 
     def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
         """Up to ``limit`` blobs after the name ``continuation`` (the last name of the

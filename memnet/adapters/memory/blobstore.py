@@ -29,6 +29,7 @@ from memnet.ports import (
     PreconditionFailed,
     Residue,
     check_bound,
+    check_folder,
 )
 
 _UNCONDITIONAL = Condition()
@@ -99,6 +100,24 @@ class MemoryBlobStore:
         with self._lock:
             names = self._listed(prefix, None, None)
         yield from names
+
+    def list_folder(self, prefix: str) -> Iterator[str]:
+        """One level under ``prefix``: each sub-folder's names are skipped by one bisect."""
+        check_folder(prefix)
+        _check_prefix(prefix)
+        found: list[str] = []
+        with self._lock:
+            at = bisect.bisect_left(self._names, prefix)
+            while at < len(self._names) and self._names[at].startswith(prefix):
+                name = self._names[at]
+                below, slash, _ = name[len(prefix) :].partition("/")
+                if not slash:
+                    found.append(name)
+                    at += 1
+                    continue
+                found.append(f"{prefix}{below}/")  # names below sort before prefix+below+"0"
+                at = bisect.bisect_left(self._names, f"{prefix}{below}0", at)
+        yield from found
 
     def list_page(self, prefix: str, continuation: str | None, limit: int) -> BlobPage:
         """Up to ``limit`` blobs after the name ``continuation`` (the last name of the
