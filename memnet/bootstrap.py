@@ -66,6 +66,8 @@ from memnet.wiring import (
     search_index,
 )
 
+TOMBSTONE_MISS_SECONDS = 5.0  # most a forget tombstone's miss is remembered (tombstones.py)
+
 
 @dataclass(frozen=True)
 class _Parts:
@@ -190,7 +192,11 @@ def _parts(
         lease=timedelta(seconds=settings.idempotency_lease_seconds),
     )
     tombstones = Tombstones(
-        blobs, clock, settings.forget_quiet_seconds, settings.forget_grace_seconds
+        blobs,
+        clock,
+        settings.forget_quiet_seconds,
+        settings.forget_grace_seconds,
+        cache_seconds=min(TOMBSTONE_MISS_SECONDS, settings.forget_grace_seconds / 4),
     )
     return _Parts(
         settings=settings,
@@ -306,6 +312,7 @@ def _forget(parts: _Parts, holds: LegalHolds, quotas: Quotas) -> ForgetService:
         holds=holds,
         clock=parts.clock,
         settings=jobs,
+        tombstones=parts.tombstones,
         forget_counters=quotas.forget_user,
     )
 

@@ -8,11 +8,20 @@ is recreated behind the job: 409 ``FORGET_IN_PROGRESS`` while it runs, 409
 check is one blob read (a miss, for every user never forgotten). A write that passed the
 check just before the job started and lands after the job listed the prefix is what the
 job's verification scan, ``forget_grace_seconds`` later, exists to catch.
+
+That miss is remembered for ``cache_seconds`` (bootstrap: a quarter of the grace, at most
+5 s; 0 with no grace), so a busy user's writes do not each read it: a write that
+trusts a remembered miss is such a write that passed the check a little earlier, and the
+bound keeps it well inside the grace. Only misses are remembered, and a forget started
+on this instance drops its user's at once (:meth:`Tombstones.started`), so here its
+writes are refused from its 202 on; another instance refuses them within
+``cache_seconds`` (docs/decisions.md, "The forget tombstone's miss, remembered").
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -22,6 +31,8 @@ from memnet.domain.timestamps import parse_timestamp
 from memnet.ports import BlobStore, Clock
 from memnet.services.forget.job import Status
 from memnet.services.records import JsonRecords
+
+MAX_REMEMBERED = 100_000  # users whose miss is remembered at once
 
 
 @dataclass(frozen=True)
@@ -36,11 +47,28 @@ class Tombstone:
 
 class Tombstones:
     def __init__(
-        self, blobs: BlobStore, clock: Clock, quiet_seconds: int, retry_seconds: int = 60
+        self,
+        blobs: BlobStore,
+        clock: Clock,
+        quiet_seconds: int,
+        retry_seconds: int = 60,
+        cache_seconds: float = 0.0,
     ) -> None:
         self._records, self._clock = JsonRecords(blobs), clock
         self._quiet = timedelta(seconds=quiet_seconds)
         self._retry = max(1, retry_seconds)
+        self._cache_seconds = cache_seconds
+        # monotonic times: when the read that missed began; when a forget started here
+        self._absent: dict[tuple[str, str], float] = {}
+        self._started: dict[tuple[str, str], float] = {}
+
+    def started(self, tenant_id: str, user_id: str) -> None:
+        """A forget of the user was just stored here: no miss read before now counts
+        (not even one a check still in flight remembers after this call)."""
+        if len(self._started) >= MAX_REMEMBERED:
+            self._started.clear()
+            self._absent.clear()
+        self._started[(tenant_id, user_id)] = time.monotonic()
 
     def check(self, tenant_id: str, user_id: str) -> None:
         """Raise 409 if a forget of the user runs or completed less than the quiet
@@ -67,11 +95,24 @@ class Tombstones:
             )
 
     def running(self, tenant_id: str, user_id: str) -> bool:
-        """Whether a forget of the user runs (one blob read)."""
-        job = self._job(tenant_id, user_id)
+        """Whether a forget of the user runs (one blob read, never remembered)."""
+        job = self._read(tenant_id, user_id)
         return job is not None and job.status != "done"
 
     def _job(self, tenant_id: str, user_id: str) -> Tombstone | None:
+        """The user's job, or None; a miss remembered for ``cache_seconds``."""
+        user, begun = (tenant_id, user_id), time.monotonic()
+        missed = self._absent.get(user, -math.inf)
+        if begun - missed < self._cache_seconds and missed > self._started.get(user, -math.inf):
+            return None
+        found = self._read(tenant_id, user_id)
+        if found is None and self._cache_seconds > 0:
+            if len(self._absent) >= MAX_REMEMBERED:
+                self._absent.clear()  # a bound, not an eviction policy: misses are cheap
+            self._absent[user] = begun
+        return found
+
+    def _read(self, tenant_id: str, user_id: str) -> Tombstone | None:
         found = self._records.read(forget_job_name(tenant_id, user_id))
         if found is None:
             return None

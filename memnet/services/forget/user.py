@@ -57,6 +57,7 @@ from memnet.services.forget.ledger import (
     new_token,
 )
 from memnet.services.forget.receipts import accepted, build_receipt, public_view, require_any
+from memnet.services.forget.tombstones import Tombstones
 from memnet.services.governance.holds import Held, LegalHolds
 from memnet.services.records import retrying
 
@@ -109,9 +110,11 @@ class ForgetService:
         holds: LegalHolds,
         clock: Clock,
         settings: JobSettings,
+        tombstones: Tombstones | None = None,
         forget_counters: Callable[[str, str], object] = lambda tenant_id, user_id: None,
     ) -> None:
         self._forget_counters = forget_counters  # the user's quota counters (not memory)
+        self._tombstones = tombstones  # told when a forget starts here
         self._blobs, self._index, self._queue = blobs, index, queue
         self._holds, self._clock, self._settings = holds, clock, settings
         self.jobs = JobStore(blobs, clock)
@@ -140,6 +143,8 @@ class ForgetService:
             return accepted(job.state)
 
         def started(job: Job) -> dict[str, Any]:
+            if self._tombstones is not None:
+                self._tombstones.started(tenant_id, user_id)
             forget_id = job.state.forget_id
             self._holds.log(
                 tenant_id,
