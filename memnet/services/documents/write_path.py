@@ -21,7 +21,6 @@ SDK retried).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -144,12 +143,17 @@ class WritePath:
         sweep deleted it meanwhile."""
         name, data = change.ref.blob_name, change.text.encode()
         if change.current is not None:
-            return self._blobs.write(name, data, Condition.match(change.current.etag))
-        if change.expired_etag is not None:
+            etag = self._blobs.write(name, data, Condition.match(change.current.etag))
+        elif change.expired_etag is not None:
             # deleted by the sweep (or replaced by another create: refused below)
-            with contextlib.suppress(PreconditionFailed):
-                return self._blobs.write(name, data, Condition.match(change.expired_etag))
-        return self._blobs.write(name, data, Condition.create_only())
+            try:
+                etag = self._blobs.write(name, data, Condition.match(change.expired_etag))
+            except PreconditionFailed:
+                etag = self._blobs.write(name, data, Condition.create_only())
+        else:
+            etag = self._blobs.write(name, data, Condition.create_only())
+        self._chain.versions.put(name, etag, data)
+        return etag
 
     def _lost_race(self, ref: DocumentRef, record: AuditRecord, exc: Exception) -> Response:
         """A failed conditional write: usually another writer won; but when a response was
