@@ -88,10 +88,20 @@ class BlobPath:
             folders = [
                 name
                 for folder in folders
-                for name in store.list_folder(folder)
+                for name in _listed(store, folder)
                 if name.endswith("/") and segment.fullmatch(name[len(folder) : -1])
             ]
-        return [n for folder in folders for n in store.list_folder(folder) if self.matches(n)]
+        return [n for folder in folders for n in _listed(store, folder) if self.matches(n)]
+
+
+def _listed(store: BlobStore, folder: str) -> list[str]:
+    """The folder's names; none for a folder the store refuses to name (a directory put
+    on disk by hand, say ``a\\b``): it holds no blob of ours, and it must not stop the
+    poll of every other folder."""
+    try:
+        return list(store.list_folder(folder))
+    except ValueError:
+        return []
 
 
 def resolve_settings(text: str, env: Mapping[str, str] | None = None) -> str:

@@ -309,6 +309,14 @@ def test_a_poll_lists_only_the_folders_the_template_reaches() -> None:
     ]
 
 
+def test_a_directory_the_store_would_not_name_does_not_stop_the_poll(tmp_path: Path) -> None:
+    store = FileBlobStore(tmp_path, "box", fsync=False)
+    store.write("tenants/t/users/u/snapshots/c/s1.json", b"{}", Condition.create_only())
+    (tmp_path / "box" / "tenants" / "a\\b" / "users").mkdir(parents=True)  # by hand
+    path = compile_blob_path("box/tenants/{t}/users/{u}/snapshots/{c}/{s}.json", {})
+    assert path.names(store) == ["tenants/t/users/u/snapshots/c/s1.json"]
+
+
 def test_template_literals_are_not_patterns() -> None:
     path = compile_blob_path("box/a.b+c/{x}.json", {})
     assert path.segments[0] == "a.b+c"
