@@ -1,5 +1,5 @@
 """A write whose If-Match names the version this instance last read or wrote decides on
-it without reading the document (memnet.services.documents.chain.LastVersions); the
+it without reading the document (memnet.services.documents.last_versions.LastVersions); the
 conditional write checks it. Two instances share one store here, so each can make the
 other's memory stale: every answer must be the one a fresh read would give."""
 
@@ -15,7 +15,7 @@ from memnet import bootstrap
 from memnet.adapters.memory.blobstore import MemoryBlobStore
 from memnet.container import Services
 from memnet.ports import Blob
-from memnet.services.documents.chain import LastVersions
+from memnet.services.documents.last_versions import LastVersions
 from tests.clients import DirectClient, Reply
 from tests.conftest import AGENT_KEY, make_settings
 

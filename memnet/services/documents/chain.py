@@ -8,8 +8,6 @@ a crash or a lost response), and which records no document reached (orphans)."""
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -25,50 +23,9 @@ from memnet.domain.rebase import conflict
 from memnet.ports import BlobNotFound, BlobStore, Clock
 from memnet.services.documents.audit import AuditLog
 from memnet.services.documents.idempotency import Response
+from memnet.services.documents.last_versions import LastVersions
 
 REBASE_MAX_CHANGES = 64  # a rebase looks this many changes back for its base version
-
-
-class LastVersions:
-    """The last version of each document this instance read or wrote: its ETag and
-    bytes, at most ``max_documents`` of them and ``max_bytes`` in all (least recently
-    used out first). A write whose ``If-Match`` names exactly that version decides on it
-    without reading the document; the conditional write then checks it against storage,
-    so an entry another instance made stale costs a 412, which a read would have given
-    too (docs/architecture.md, "The write path at the storage floor", step 5)."""
-
-    def __init__(self, max_documents: int = 1024, max_bytes: int = 32 * 1024 * 1024) -> None:
-        self._max_documents, self._max_bytes = max_documents, max_bytes
-        self._entries: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def get(self, name: str, etag: str) -> bytes | None:
-        with self._lock:
-            found = self._entries.get(name)
-            if found is None or found[0] != etag:
-                return None
-            self._entries.move_to_end(name)
-            return found[1]
-
-    def put(self, name: str, etag: str, data: bytes) -> None:
-        with self._lock:
-            self._drop(name)
-            if len(data) > self._max_bytes // 4:
-                return  # one large document would push out many small ones
-            self._entries[name] = (etag, data)
-            self._bytes += len(data)
-            while len(self._entries) > self._max_documents or self._bytes > self._max_bytes:
-                self._drop(next(iter(self._entries)))
-
-    def drop(self, name: str) -> None:
-        with self._lock:
-            self._drop(name)
-
-    def _drop(self, name: str) -> None:
-        found = self._entries.pop(name, None)
-        if found is not None:
-            self._bytes -= len(found[1])
 
 
 class DocumentChain:
